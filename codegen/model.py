@@ -1,0 +1,633 @@
+"""Model description: bodies, joints, force elements; YAML loading and validation.
+
+A model is a tree of rigid bodies connected by joints to a parent (another body or ``ground``).
+Everything a kernel needs as *numbers* (masses, placements, spring constants) stays an input of
+the compiled module; everything that shapes the *code* (parent array, joint types, force element
+kinds) is the model's topology, see :meth:`Model.topology_key`.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+
+GROUND = "ground"
+
+# joint type -> (nq, nv, coordinate names, velocity names, needs axis)
+JOINT_TYPES = {
+    "revolute": (1, 1, ["angle"], ["rate"], True),
+    "prismatic": (1, 1, ["disp"], ["vel"], True),
+    "cylindrical": (2, 2, ["angle", "disp"], ["rate", "vel"], True),
+    "universal": (2, 2, ["angle1", "angle2"], ["rate1", "rate2"], True),
+    "spherical": (4, 3, ["qw", "qx", "qy", "qz"], ["wx", "wy", "wz"], False),
+    "planar": (3, 3, ["x", "y", "theta"], ["vx", "vy", "rate"], True),
+    "free": (7, 6, ["x", "y", "z", "qw", "qx", "qy", "qz"], ["vx", "vy", "vz", "wx", "wy", "wz"], False),
+    "fixed": (0, 0, [], [], False),
+}
+QUATERNION_JOINTS = {"spherical": 0, "free": 3}  # joint type -> offset of (w, x, y, z) in its q
+SCALAR_JOINTS = {"revolute", "prismatic", "cylindrical", "universal", "planar"}
+FORCE_FUNCTIONS = ("constant", "sine", "step", "table")
+
+
+class ModelError(ValueError):
+    """Bad model input. ``str(err)`` names the file and the field."""
+
+    def __init__(self, message: str, source: str = "<model>", field: str = ""):
+        self.source, self.field, self.message = source, field, message
+        where = f"{source}: {field}: " if field else f"{source}: "
+        super().__init__(where + message)
+
+
+# ---------------------------------------------------------------- rotations
+
+def rot_axis_angle(axis, angle) -> np.ndarray:
+    a = np.asarray(axis, float)
+    a = a / np.linalg.norm(a)
+    K = np.array([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
+    return np.eye(3) + math.sin(angle) * K + (1 - math.cos(angle)) * K @ K
+
+
+def rot_rpy(rpy) -> np.ndarray:
+    """Fixed-axis roll-pitch-yaw (URDF convention): R = Rz(yaw) Ry(pitch) Rx(roll)."""
+    r, p, y = rpy
+    return rot_axis_angle([0, 0, 1], y) @ rot_axis_angle([0, 1, 0], p) @ rot_axis_angle([1, 0, 0], r)
+
+
+def quat_to_rot(qwxyz) -> np.ndarray:
+    w, x, y, z = np.asarray(qwxyz, float) / np.linalg.norm(qwxyz)
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def rot_to_quat(R) -> np.ndarray:
+    """Rotation matrix -> unit quaternion (w, x, y, z), w >= 0 (Shepperd's method)."""
+    R = np.asarray(R, float)
+    tr = np.trace(R)
+    if tr > 0:
+        s = 2 * math.sqrt(tr + 1)
+        q = [s / 4, (R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s]
+    elif R[0, 0] > R[1, 1] and R[0, 0] > R[2, 2]:
+        s = 2 * math.sqrt(1 + R[0, 0] - R[1, 1] - R[2, 2])
+        q = [(R[2, 1] - R[1, 2]) / s, s / 4, (R[0, 1] + R[1, 0]) / s, (R[0, 2] + R[2, 0]) / s]
+    elif R[1, 1] > R[2, 2]:
+        s = 2 * math.sqrt(1 + R[1, 1] - R[0, 0] - R[2, 2])
+        q = [(R[0, 2] - R[2, 0]) / s, (R[0, 1] + R[1, 0]) / s, s / 4, (R[1, 2] + R[2, 1]) / s]
+    else:
+        s = 2 * math.sqrt(1 + R[2, 2] - R[0, 0] - R[1, 1])
+        q = [(R[1, 0] - R[0, 1]) / s, (R[0, 2] + R[2, 0]) / s, (R[1, 2] + R[2, 1]) / s, s / 4]
+    q = np.array(q)
+    return q if q[0] >= 0 else -q
+
+
+def frame_to_axis(axis) -> np.ndarray:
+    """A rotation K whose z column is the unit ``axis`` (x, y completed right-handed)."""
+    z = np.asarray(axis, float)
+    z = z / np.linalg.norm(z)
+    helper = np.array([1.0, 0, 0]) if abs(z[0]) < 0.9 else np.array([0, 1.0, 0])
+    x = np.cross(helper, z)
+    x /= np.linalg.norm(x)
+    return np.column_stack([x, np.cross(z, x), z])
+
+
+# ---------------------------------------------------------------- model objects
+
+@dataclass
+class Body:
+    name: str
+    mass: float
+    com: np.ndarray = field(default_factory=lambda: np.zeros(3))       # in the body frame
+    inertia: np.ndarray = field(default_factory=lambda: np.eye(3))      # about the com, body frame
+
+
+@dataclass
+class Placement:
+    pos: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    rot: np.ndarray = field(default_factory=lambda: np.eye(3))
+
+
+@dataclass
+class Joint:
+    name: str
+    type: str
+    parent: str
+    child: str
+    parent_frame: Placement = field(default_factory=Placement)   # joint frame in the parent body frame
+    child_frame: Placement = field(default_factory=Placement)    # joint frame in the child body frame
+    axis: Optional[np.ndarray] = None      # revolute/prismatic/cylindrical axis, planar normal, universal 1st
+    axis2: Optional[np.ndarray] = None     # universal 2nd axis (joint frame, at zero angles)
+    q0: Optional[np.ndarray] = None
+    u0: Optional[np.ndarray] = None
+
+    @property
+    def nq(self) -> int:
+        return JOINT_TYPES[self.type][0]
+
+    @property
+    def nv(self) -> int:
+        return JOINT_TYPES[self.type][1]
+
+
+@dataclass
+class TimeFunction:
+    """f(t) from a small closed set, evaluated inside compiled code."""
+    kind: str = "constant"           # constant | sine | step | table
+    value: float = 0.0               # constant; step: value after t0
+    amplitude: float = 0.0           # sine: offset + amplitude*sin(2 pi f t + phase)
+    frequency: float = 0.0
+    phase: float = 0.0
+    offset: float = 0.0
+    t0: float = 0.0                  # step: value_before for t < t0, value after
+    value_before: float = 0.0
+    t: Optional[np.ndarray] = None   # table: linear interpolation, held constant outside
+    y: Optional[np.ndarray] = None
+
+    def __call__(self, t: float) -> float:
+        if self.kind == "constant":
+            return self.value
+        if self.kind == "sine":
+            return self.offset + self.amplitude * math.sin(2 * math.pi * self.frequency * t + self.phase)
+        if self.kind == "step":
+            return self.value_before if t < self.t0 else self.value
+        return float(np.interp(t, self.t, self.y))
+
+
+@dataclass
+class JointSpringDamper:
+    name: str
+    joint: str
+    stiffness: np.ndarray            # per coordinate of the joint (scalar joints only)
+    damping: np.ndarray
+    q_ref: np.ndarray
+
+
+@dataclass
+class PointSpringDamper:
+    name: str
+    body_a: str                      # body name or ground
+    point_a: np.ndarray              # in body_a frame (world if ground)
+    body_b: str
+    point_b: np.ndarray
+    stiffness: float
+    damping: float
+    length: float                    # free length
+
+
+@dataclass
+class JointForce:
+    name: str
+    joint: str
+    dof: int                         # index into the joint's velocity coordinates
+    function: TimeFunction
+
+
+@dataclass
+class Model:
+    name: str
+    bodies: List[Body]
+    joints: List[Joint]
+    gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, -9.81, 0.0]))
+    springs: List[JointSpringDamper] = field(default_factory=list)
+    point_springs: List[PointSpringDamper] = field(default_factory=list)
+    joint_forces: List[JointForce] = field(default_factory=list)
+    source: str = "<model>"
+    tau_hook: Optional[Callable] = None   # Python API only: tau_extra = hook(t, q, u)
+
+    def __post_init__(self):
+        validate(self)
+
+    # -- derived facts -------------------------------------------------
+    def body(self, name: str) -> Body:
+        return self._bodies[name]
+
+    @property
+    def nq(self) -> int:
+        return sum(j.nq for j in self.joints)
+
+    @property
+    def nv(self) -> int:
+        return sum(j.nv for j in self.joints)
+
+    @property
+    def coord_names(self) -> List[str]:
+        return [f"{j.name}.{c}" for j in self.joints for c in JOINT_TYPES[j.type][2]]
+
+    @property
+    def velocity_names(self) -> List[str]:
+        return [f"{j.name}.{c}" for j in self.joints for c in JOINT_TYPES[j.type][3]]
+
+    def q_offsets(self):
+        iq, iv, out = 0, 0, []
+        for j in self.joints:
+            out.append((iq, iv))
+            iq += j.nq
+            iv += j.nv
+        return out
+
+    def initial_state(self):
+        q, u = [], []
+        for j in self.joints:
+            q.extend(j.q0 if j.q0 is not None else default_q(j.type))
+            u.extend(j.u0 if j.u0 is not None else np.zeros(j.nv))
+        return np.array(q, float), np.array(u, float)
+
+    def topology_key(self) -> dict:
+        """What shapes the generated code: the tree and joint types, the force element kinds."""
+        return {
+            "joints": [[j.type, j.parent, j.child] for j in self.joints],
+            "springs": [s.joint for s in self.springs],
+            "point_springs": [[p.body_a, p.body_b] for p in self.point_springs],
+            "joint_forces": [[f.joint, f.dof, f.function.kind,
+                              0 if f.function.t is None else len(f.function.t)] for f in self.joint_forces],
+        }
+
+    def to_dict(self) -> dict:
+        """Round-trippable plain description (as in the YAML format)."""
+        def pl(p):
+            return {"pos": p.pos.tolist(), "matrix": p.rot.tolist()}
+        d = {"name": self.name, "gravity": self.gravity.tolist(),
+             "bodies": [{"name": b.name, "mass": b.mass, "com": b.com.tolist(), "inertia": b.inertia.tolist()}
+                        for b in self.bodies], "joints": []}
+        for j in self.joints:
+            e = {"name": j.name, "type": j.type, "parent": j.parent, "child": j.child,
+                 "parent_frame": pl(j.parent_frame), "child_frame": pl(j.child_frame)}
+            for k in ("axis", "axis2", "q0", "u0"):
+                if getattr(j, k) is not None:
+                    e[k] = np.asarray(getattr(j, k)).tolist()
+            d["joints"].append(e)
+        return d
+
+
+def default_q(jtype: str) -> np.ndarray:
+    q = np.zeros(JOINT_TYPES[jtype][0])
+    if jtype in QUATERNION_JOINTS:
+        q[QUATERNION_JOINTS[jtype]] = 1.0
+    return q
+
+
+# ---------------------------------------------------------------- validation
+
+def _vec(value, n, source, fld) -> np.ndarray:
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ModelError(f"expected {n} numbers, got {value!r}", source, fld) from None
+    if arr.shape != (n,):
+        raise ModelError(f"expected a vector of {n} numbers, got shape {arr.shape}", source, fld)
+    if not np.all(np.isfinite(arr)):
+        raise ModelError("values must be finite", source, fld)
+    return arr
+
+
+def _mat3(value, source, fld) -> np.ndarray:
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ModelError(f"expected a 3x3 matrix, got {value!r}", source, fld) from None
+    if arr.shape == (3,):
+        arr = np.diag(arr)
+    elif arr.shape == (6,):   # ixx iyy izz ixy ixz iyz
+        ixx, iyy, izz, ixy, ixz, iyz = arr
+        arr = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+    if arr.shape != (3, 3) or not np.all(np.isfinite(arr)):
+        raise ModelError(f"expected a 3x3 matrix (or 3 principal / 6 unique entries), got shape {arr.shape}",
+                         source, fld)
+    return arr
+
+
+def _check_inertia(J: np.ndarray, source: str, fld: str):
+    if not np.allclose(J, J.T, rtol=0, atol=1e-12 * max(1.0, np.abs(J).max())):
+        raise ModelError("inertia tensor must be symmetric", source, fld)
+    ev = np.linalg.eigvalsh(J)
+    tol = 1e-12 * max(1.0, ev.max())
+    if ev.min() <= 0:
+        raise ModelError(f"inertia tensor must be positive definite (eigenvalues {ev.tolist()})", source, fld)
+    a, b, c = ev
+    if a + b < c - tol:
+        raise ModelError(f"principal moments {ev.tolist()} violate the triangle inequality", source, fld)
+
+
+def _unit(v, source, fld):
+    n = np.linalg.norm(v)
+    if n < 1e-12:
+        raise ModelError("axis must be non-zero", source, fld)
+    return v / n
+
+
+def validate(model: Model) -> None:
+    """Check a model; raise ModelError naming the source and the field. Normalises vectors in place."""
+    src = model.source
+    names = {}
+    model.gravity = _vec(model.gravity, 3, src, "gravity")
+    if not model.bodies:
+        raise ModelError("a model needs at least one body", src, "bodies")
+    for i, b in enumerate(model.bodies):
+        f = f"bodies[{i}]"
+        if not isinstance(b.name, str) or not b.name:
+            raise ModelError("missing name", src, f + ".name")
+        if b.name == GROUND:
+            raise ModelError(f"'{GROUND}' is reserved", src, f + ".name")
+        if b.name in names:
+            raise ModelError(f"duplicate name '{b.name}'", src, f + ".name")
+        names[b.name] = "body"
+        f = f"bodies[{b.name}]"
+        try:
+            b.mass = float(b.mass)
+        except (TypeError, ValueError):
+            raise ModelError(f"expected a number, got {b.mass!r}", src, f + ".mass") from None
+        if not (b.mass > 0 and math.isfinite(b.mass)):
+            raise ModelError(f"mass must be positive, got {b.mass}", src, f + ".mass")
+        b.com = _vec(b.com, 3, src, f + ".com")
+        b.inertia = _mat3(b.inertia, src, f + ".inertia")
+        _check_inertia(b.inertia, src, f + ".inertia")
+    model._bodies = {b.name: b for b in model.bodies}
+
+    children = {}
+    for i, j in enumerate(model.joints):
+        f = f"joints[{i}]"
+        if not isinstance(j.name, str) or not j.name:
+            raise ModelError("missing name", src, f + ".name")
+        if j.name in names:
+            raise ModelError(f"duplicate name '{j.name}'", src, f + ".name")
+        names[j.name] = "joint"
+        f = f"joints[{j.name}]"
+        if j.type not in JOINT_TYPES:
+            raise ModelError(f"unknown joint type '{j.type}' (known: {', '.join(JOINT_TYPES)})", src, f + ".type")
+        if j.parent != GROUND and j.parent not in model._bodies:
+            raise ModelError(f"parent '{j.parent}' is not a body (nor '{GROUND}')", src, f + ".parent")
+        if j.child not in model._bodies:
+            raise ModelError(f"child '{j.child}' is not a body", src, f + ".child")
+        if j.child == j.parent:
+            raise ModelError("a body cannot be joined to itself", src, f + ".child")
+        if j.child in children:
+            raise ModelError(f"body '{j.child}' already has parent joint '{children[j.child].name}' "
+                             "(a tree gives each body one parent joint)", src, f + ".child")
+        children[j.child] = j
+        for side in ("parent_frame", "child_frame"):
+            p = getattr(j, side)
+            p.pos = _vec(p.pos, 3, src, f"{f}.{side}.pos")
+            p.rot = _mat3(p.rot, src, f"{f}.{side}.rot")
+            if not np.allclose(p.rot @ p.rot.T, np.eye(3), atol=1e-9) or np.linalg.det(p.rot) < 0:
+                raise ModelError("rotation matrix must be proper orthonormal", src, f"{f}.{side}")
+        needs_axis = JOINT_TYPES[j.type][4]
+        if needs_axis:
+            j.axis = _unit(_vec(j.axis if j.axis is not None else [0, 0, 1], 3, src, f + ".axis"), src, f + ".axis")
+        elif j.axis is not None:
+            raise ModelError(f"a {j.type} joint takes no axis", src, f + ".axis")
+        if j.type == "universal":
+            if j.axis2 is None:
+                j.axis2 = np.array([1.0, 0, 0]) if abs(j.axis[0]) < 0.9 else np.array([0, 1.0, 0])
+                j.axis2 = np.cross(j.axis, np.cross(j.axis2, j.axis))
+            j.axis2 = _unit(_vec(j.axis2, 3, src, f + ".axis2"), src, f + ".axis2")
+            if abs(j.axis @ j.axis2) > 1e-9:
+                raise ModelError("universal joint axes must be perpendicular", src, f + ".axis2")
+        elif j.axis2 is not None:
+            raise ModelError(f"a {j.type} joint takes no axis2", src, f + ".axis2")
+        if j.q0 is not None:
+            j.q0 = _vec(j.q0, j.nq, src, f + ".q0")
+            if j.type in QUATERNION_JOINTS:
+                o = QUATERNION_JOINTS[j.type]
+                n = np.linalg.norm(j.q0[o:o + 4])
+                if n < 1e-12:
+                    raise ModelError("quaternion part of q0 must be non-zero", src, f + ".q0")
+                j.q0[o:o + 4] /= n
+        if j.u0 is not None:
+            j.u0 = _vec(j.u0, j.nv, src, f + ".u0")
+
+    for b in model.bodies:
+        if b.name not in children:
+            raise ModelError(f"body '{b.name}' has no parent joint: every body must be connected "
+                             f"to '{GROUND}' through joints", src, f"bodies[{b.name}]")
+    # every body must reach ground without a cycle
+    for b in model.bodies:
+        seen, cur = set(), b.name
+        while cur != GROUND:
+            if cur in seen:
+                raise ModelError(f"joints form a cycle through body '{cur}' (a tree is required; cut "
+                                 "loops are a later algorithm's job)", src, f"joints[{children[cur].name}].parent")
+            seen.add(cur)
+            cur = children[cur].parent
+    _order_joints(model, children)
+
+    joints = {j.name: j for j in model.joints}
+    for i, s in enumerate(model.springs):
+        f = f"forces[{s.name}]"
+        j = joints.get(s.joint)
+        if j is None:
+            raise ModelError(f"joint '{s.joint}' does not exist", src, f + ".joint")
+        if j.type not in SCALAR_JOINTS:
+            raise ModelError(f"a joint spring-damper needs a joint with scalar coordinates, not {j.type}",
+                             src, f + ".joint")
+        for k in ("stiffness", "damping", "q_ref"):
+            v = np.atleast_1d(np.asarray(getattr(s, k), float))
+            if v.shape == (1,) and j.nv > 1:
+                v = np.repeat(v, j.nv)
+            setattr(s, k, _vec(v, j.nv, src, f"{f}.{k}"))
+        if np.any(s.stiffness < 0) or np.any(s.damping < 0):
+            raise ModelError("stiffness and damping must be non-negative", src, f)
+    for p in model.point_springs:
+        f = f"forces[{p.name}]"
+        for side in ("body_a", "body_b"):
+            nm = getattr(p, side)
+            if nm != GROUND and nm not in model._bodies:
+                raise ModelError(f"'{nm}' is not a body (nor '{GROUND}')", src, f"{f}.{side}")
+        if p.body_a == p.body_b:
+            raise ModelError("both ends on the same body", src, f + ".body_b")
+        p.point_a = _vec(p.point_a, 3, src, f + ".point_a")
+        p.point_b = _vec(p.point_b, 3, src, f + ".point_b")
+        for k in ("stiffness", "damping", "length"):
+            v = float(getattr(p, k))
+            if v < 0:
+                raise ModelError(f"{k} must be non-negative", src, f"{f}.{k}")
+            setattr(p, k, v)
+    for fe in model.joint_forces:
+        f = f"forces[{fe.name}]"
+        j = joints.get(fe.joint)
+        if j is None:
+            raise ModelError(f"joint '{fe.joint}' does not exist", src, f + ".joint")
+        if not (0 <= fe.dof < j.nv):
+            raise ModelError(f"dof {fe.dof} out of range for a {j.type} joint ({j.nv} velocities)", src, f + ".dof")
+        fn = fe.function
+        if fn.kind not in FORCE_FUNCTIONS:
+            raise ModelError(f"unknown function '{fn.kind}' (known: {', '.join(FORCE_FUNCTIONS)})", src, f)
+        if fn.kind == "table":
+            fn.t = np.asarray(fn.t, float)
+            fn.y = np.asarray(fn.y, float)
+            if fn.t.ndim != 1 or fn.t.shape != fn.y.shape or len(fn.t) < 2:
+                raise ModelError("table needs t and value lists of equal length >= 2", src, f + ".table")
+            if np.any(np.diff(fn.t) <= 0):
+                raise ModelError("table t must be strictly increasing", src, f + ".table.t")
+    fnames = [x.name for x in (*model.springs, *model.point_springs, *model.joint_forces)]
+    for nm in fnames:
+        if nm in names:
+            raise ModelError(f"duplicate name '{nm}'", src, f"forces[{nm}].name")
+        names[nm] = "force"
+
+
+def _order_joints(model: Model, children: Dict[str, Joint]) -> None:
+    """Reorder joints (and bodies) so every parent precedes its children, keeping file order otherwise."""
+    kids: Dict[str, List[Joint]] = {}
+    for j in model.joints:
+        kids.setdefault(j.parent, []).append(j)
+    order: List[Joint] = []
+    stack = list(reversed(kids.get(GROUND, [])))
+    while stack:                       # depth first: chains stay contiguous
+        j = stack.pop()
+        order.append(j)
+        stack.extend(reversed(kids.get(j.child, [])))
+    model.joints = order
+    model.bodies = [model._bodies[j.child] for j in order]
+
+
+# ---------------------------------------------------------------- YAML
+
+def _placement(d, source, fld) -> Placement:
+    if d is None:
+        return Placement()
+    if not isinstance(d, dict):
+        raise ModelError("expected a mapping with pos and one of rpy/quat/matrix/axis_angle", source, fld)
+    unknown = set(d) - {"pos", "rpy", "quat", "matrix", "axis_angle"}
+    if unknown:
+        raise ModelError(f"unknown keys {sorted(unknown)}", source, fld)
+    pos = _vec(d.get("pos", [0, 0, 0]), 3, source, fld + ".pos")
+    rots = [k for k in ("rpy", "quat", "matrix", "axis_angle") if k in d]
+    if len(rots) > 1:
+        raise ModelError(f"give one rotation, not {rots}", source, fld)
+    R = np.eye(3)
+    if rots:
+        k = rots[0]
+        if k == "rpy":
+            R = rot_rpy(_vec(d[k], 3, source, f"{fld}.rpy"))
+        elif k == "quat":
+            qv = _vec(d[k], 4, source, f"{fld}.quat")
+            if np.linalg.norm(qv) < 1e-12:
+                raise ModelError("quaternion must be non-zero", source, f"{fld}.quat")
+            R = quat_to_rot(qv)
+        elif k == "axis_angle":
+            v = _vec(d[k], 4, source, f"{fld}.axis_angle")
+            R = rot_axis_angle(_unit(v[:3], source, f"{fld}.axis_angle"), v[3])
+        else:
+            R = _mat3(d[k], source, f"{fld}.matrix")
+    return Placement(pos, R)
+
+
+def _time_function(d, source, fld) -> TimeFunction:
+    if isinstance(d, (int, float)):
+        return TimeFunction("constant", value=float(d))
+    if not isinstance(d, dict) or len(set(d) & set(FORCE_FUNCTIONS)) != 1:
+        raise ModelError(f"expected one of {FORCE_FUNCTIONS}", source, fld)
+    kind = next(k for k in FORCE_FUNCTIONS if k in d)
+    v = d[kind]
+    try:
+        if kind == "constant":
+            return TimeFunction(kind, value=float(v))
+        if kind == "sine":
+            return TimeFunction(kind, amplitude=float(v.get("amplitude", 0)), frequency=float(v.get("frequency", 0)),
+                                phase=float(v.get("phase", 0)), offset=float(v.get("offset", 0)))
+        if kind == "step":
+            return TimeFunction(kind, t0=float(v.get("t0", 0)), value_before=float(v.get("before", 0)),
+                                value=float(v["after"]))
+        return TimeFunction(kind, t=np.asarray(v["t"], float), y=np.asarray(v["value"], float))
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise ModelError(f"bad {kind} parameters: {e}", source, f"{fld}.{kind}") from None
+
+
+_TOP_KEYS = {"name", "gravity", "bodies", "joints", "forces"}
+_BODY_KEYS = {"name", "mass", "com", "inertia"}
+_JOINT_KEYS = {"name", "type", "parent", "child", "parent_frame", "child_frame", "axis", "axis2", "q0", "u0"}
+
+
+def _check_keys(d, allowed, source, fld):
+    if not isinstance(d, dict):
+        raise ModelError("expected a mapping", source, fld)
+    unknown = set(d) - allowed
+    if unknown:
+        raise ModelError(f"unknown keys {sorted(unknown)} (allowed: {sorted(allowed)})", source, fld)
+
+
+def model_from_dict(d: dict, source: str = "<model>") -> Model:
+    _check_keys(d, _TOP_KEYS, source, "<top level>")
+    for k in ("bodies", "joints"):
+        if k not in d:
+            raise ModelError("missing", source, k)
+        if not isinstance(d[k], list):
+            raise ModelError("expected a list", source, k)
+    bodies, joints = [], []
+    for i, b in enumerate(d["bodies"]):
+        _check_keys(b, _BODY_KEYS, source, f"bodies[{i}]")
+        for k in ("name", "mass"):
+            if k not in b:
+                raise ModelError("missing", source, f"bodies[{i}].{k}")
+        bodies.append(Body(b["name"], b["mass"], b.get("com", [0, 0, 0]), b.get("inertia", [[1, 0, 0], [0, 1, 0], [0, 0, 1]])))
+    for i, j in enumerate(d["joints"]):
+        _check_keys(j, _JOINT_KEYS, source, f"joints[{i}]")
+        for k in ("name", "type", "parent", "child"):
+            if k not in j:
+                raise ModelError("missing", source, f"joints[{i}].{k}")
+        jt = Joint(j["name"], j["type"], j["parent"], j["child"],
+                   _placement(j.get("parent_frame"), source, f"joints[{i}].parent_frame"),
+                   _placement(j.get("child_frame"), source, f"joints[{i}].child_frame"),
+                   axis=j.get("axis"), axis2=j.get("axis2"), q0=j.get("q0"), u0=j.get("u0"))
+        if jt.q0 is not None and not isinstance(jt.q0, list):
+            jt.q0 = [jt.q0]
+        if jt.u0 is not None and not isinstance(jt.u0, list):
+            jt.u0 = [jt.u0]
+        joints.append(jt)
+    springs, psprings, jforces = [], [], []
+    for i, fd in enumerate(d.get("forces", []) or []):
+        fld = f"forces[{i}]"
+        if not isinstance(fd, dict) or "type" not in fd or "name" not in fd:
+            raise ModelError("each force needs a name and a type", source, fld)
+        t = fd["type"]
+        try:
+            if t == "joint_spring_damper":
+                _check_keys(fd, {"name", "type", "joint", "stiffness", "damping", "q_ref"}, source, fld)
+                springs.append(JointSpringDamper(fd["name"], fd["joint"], fd.get("stiffness", 0.0),
+                                                 fd.get("damping", 0.0), fd.get("q_ref", 0.0)))
+            elif t == "point_spring_damper":
+                _check_keys(fd, {"name", "type", "body_a", "point_a", "body_b", "point_b", "stiffness",
+                                 "damping", "length"}, source, fld)
+                psprings.append(PointSpringDamper(fd["name"], fd["body_a"], fd.get("point_a", [0, 0, 0]),
+                                                  fd["body_b"], fd.get("point_b", [0, 0, 0]),
+                                                  fd.get("stiffness", 0.0), fd.get("damping", 0.0),
+                                                  fd.get("length", 0.0)))
+            elif t == "joint_force":
+                _check_keys(fd, {"name", "type", "joint", "dof", "value"}, source, fld)
+                jforces.append(JointForce(fd["name"], fd["joint"], int(fd.get("dof", 0)),
+                                          _time_function(fd.get("value", 0.0), source, fld + ".value")))
+            else:
+                raise ModelError(f"unknown force type '{t}' (known: joint_spring_damper, "
+                                 "point_spring_damper, joint_force)", source, fld + ".type")
+        except KeyError as e:
+            raise ModelError(f"missing {e}", source, fld) from None
+    return Model(d.get("name", os.path.splitext(os.path.basename(source))[0]), bodies, joints,
+                 gravity=d.get("gravity", [0.0, -9.81, 0.0]), springs=springs, point_springs=psprings,
+                 joint_forces=jforces, source=source)
+
+
+def load_model(path: str) -> Model:
+    """Load and validate a YAML (or JSON) model file."""
+    import yaml
+    path = os.fspath(path)
+    try:
+        with open(path) as fh:
+            text = fh.read()
+    except OSError as e:
+        raise ModelError(f"cannot read: {e.strerror}", path) from None
+    try:
+        d = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ModelError(f"not valid YAML: {e}", path) from None
+    if not isinstance(d, dict):
+        raise ModelError("top level must be a mapping with bodies and joints", path)
+    return model_from_dict(d, source=path)
+
+
+def dumps_json(model: Model) -> str:
+    return json.dumps(model.to_dict(), indent=1)

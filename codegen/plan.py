@@ -1,0 +1,193 @@
+"""Topology plan: what the templates need, computed in Python.
+
+The plan turns a validated Model into
+  * the tree as a parent array over bodies in topological order (Featherstone's lambda),
+  * coordinate offsets IQ, IV and joint types,
+  * *segments*: maximal runs of consecutive bodies with one joint type; each becomes one loop in the
+    generated code that calls the joint-type helper (code size grows with the number of segments,
+    at most linearly with the body count),
+  * the flat parameter vector ``p`` with the numbers (masses, placements, spring constants): an input
+    of the compiled module, so changing a number never rebuilds.
+
+Frames. The user's joint frame on the parent side is turned by K so the joint axis is z (canonical
+joints, see ``codegen.symbolic.joints``). Each body's *reference frame* is its canonical child joint
+frame (Kang & Yoon: "we defined the body reference frames at the joint"); its centroid rho and central
+inertia J' are re-expressed there once (Kang & Yoon, comment 1 after eq 30).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import List
+
+import numpy as np
+
+from .model import GROUND, JOINT_TYPES, QUATERNION_JOINTS, Model
+
+NP_BODY = 34            # per body: s(3) C(9) m(1) rho(3) J'(9) Kout(9)
+P_GRAVITY = 0           # p[0:3] gravity
+
+
+def canonical_rotation(jtype: str, axis, axis2) -> np.ndarray:
+    """K with K e_z = axis (minimal rotation); universal: K = [axis2, axis x axis2, axis]."""
+    if jtype == "universal":
+        a1, a2 = np.asarray(axis, float), np.asarray(axis2, float)
+        return np.column_stack([a2, np.cross(a1, a2), a1])
+    if axis is None:
+        return np.eye(3)
+    a = np.asarray(axis, float)
+    a = a / np.linalg.norm(a)
+    c = a[2]
+    if c > 1 - 1e-15:
+        return np.eye(3)
+    if c < -1 + 1e-15:
+        return np.diag([1.0, -1.0, -1.0])          # pi about x
+    k = np.cross([0.0, 0.0, 1.0], a)
+    k /= np.linalg.norm(k)
+    Kx = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
+    ang = math.acos(max(-1.0, min(1.0, c)))
+    return np.eye(3) + math.sin(ang) * Kx + (1 - math.cos(ang)) * Kx @ Kx
+
+
+@dataclass
+class Segment:
+    start: int
+    stop: int
+    type: str
+    nq: int
+    nv: int
+
+
+@dataclass
+class ForceTerm:
+    kind: str             # spring | point | jforce
+    index: int            # parameter offset in p
+    data: dict            # topology facts for the template (offsets, body indices, function kind)
+
+
+class Plan:
+    """Everything structural about one model, plus its parameter vector."""
+
+    def __init__(self, model: Model):
+        self.model = model
+        joints = model.joints
+        self.nb = len(joints)
+        self.body_names = [j.child for j in joints]
+        self.joint_names = [j.name for j in joints]
+        index = {j.child: k for k, j in enumerate(joints)}
+        self.index = index
+        self.parent = [index[j.parent] if j.parent != GROUND else -1 for j in joints]
+        self.types = [j.type for j in joints]
+        offs = model.q_offsets()
+        self.iq = [o[0] for o in offs]
+        self.iv = [o[1] for o in offs]
+        self.nq, self.nv = model.nq, model.nv
+        self.quat_offsets = [self.iq[k] + QUATERNION_JOINTS[t] for k, t in enumerate(self.types)
+                             if t in QUATERNION_JOINTS]
+        self.segments: List[Segment] = []
+        for k, t in enumerate(self.types):
+            if self.segments and self.segments[-1].type == t:
+                self.segments[-1].stop = k + 1
+            else:
+                self.segments.append(Segment(k, k + 1, t, JOINT_TYPES[t][0], JOINT_TYPES[t][1]))
+        self.joint_types_used = sorted(set(self.types))
+        self._layout_forces()
+
+    # ------------------------------------------------------------ parameters
+    def _layout_forces(self):
+        m = self.model
+        off = 3 + NP_BODY * self.nb
+        self.forces: List[ForceTerm] = []
+        jidx = {j.name: k for k, j in enumerate(m.joints)}
+        for s in m.springs:
+            k = jidx[s.joint]
+            nv = JOINT_TYPES[self.types[k]][1]
+            self.forces.append(ForceTerm("spring", off, {"iq": self.iq[k], "iv": self.iv[k], "n": nv,
+                                                          "name": s.name}))
+            off += 3 * nv
+        for ps in m.point_springs:
+            a = self.index.get(ps.body_a, -1)
+            b = self.index.get(ps.body_b, -1)
+            self.forces.append(ForceTerm("point", off, {"a": a, "b": b, "name": ps.name}))
+            off += 9
+        for fe in m.joint_forces:
+            k = jidx[fe.joint]
+            fn = fe.function
+            n = {"constant": 1, "sine": 4, "step": 3}.get(fn.kind, 0)
+            data = {"iv": self.iv[k] + fe.dof, "fn": fn.kind, "name": fe.name}
+            if fn.kind == "table":
+                n = 2 * len(fn.t)
+                data["len"] = len(fn.t)
+            self.forces.append(ForceTerm("jforce", off, data))
+            off += n
+        self.np = off
+
+    def body_frames(self):
+        """Per body: (s, C, G) with G = child placement composed with K (body frame -> ref frame)."""
+        out = []
+        G = {}
+        for j in self.model.joints:
+            K = canonical_rotation(j.type, j.axis, j.axis2)
+            Gc = (j.child_frame.pos, j.child_frame.rot @ K)       # ref frame in the user child frame
+            G[j.child] = Gc
+            pp, pr = j.parent_frame.pos, j.parent_frame.rot @ K   # canonical parent joint frame
+            if j.parent == GROUND:
+                s, C = pp, pr
+            else:
+                gp, gr = G[j.parent]
+                s, C = gr.T @ (pp - gp), gr.T @ pr
+            out.append((s, C, Gc))
+        return out
+
+    def params(self) -> np.ndarray:
+        m = self.model
+        p = np.zeros(self.np)
+        p[0:3] = m.gravity
+        frames = self.body_frames()
+        for k, (j, (s, C, (gp, gr))) in enumerate(zip(m.joints, frames)):
+            b = m.body(j.child)
+            o = 3 + NP_BODY * k
+            p[o:o + 3] = s
+            p[o + 3:o + 12] = C.ravel()
+            p[o + 12] = b.mass
+            p[o + 13:o + 16] = gr.T @ (b.com - gp)                 # rho in the ref frame
+            p[o + 16:o + 25] = (gr.T @ b.inertia @ gr).ravel()     # J' in the ref frame
+            p[o + 25:o + 34] = gr.T.ravel()                        # Kout: A_user = A_ref Kout
+        fi = iter(self.forces)
+        for s in m.springs:
+            o = next(fi).index
+            n = len(s.stiffness)
+            p[o:o + n], p[o + n:o + 2 * n], p[o + 2 * n:o + 3 * n] = s.stiffness, s.damping, s.q_ref
+        for ps in m.point_springs:
+            o = next(fi).index
+            p[o:o + 3] = self._to_ref(ps.body_a, ps.point_a, frames)
+            p[o + 3:o + 6] = self._to_ref(ps.body_b, ps.point_b, frames)
+            p[o + 6:o + 9] = ps.stiffness, ps.damping, ps.length
+        for fe in m.joint_forces:
+            o = next(fi).index
+            fn = fe.function
+            vals = {"constant": [fn.value], "sine": [fn.amplitude, fn.frequency, fn.phase, fn.offset],
+                    "step": [fn.t0, fn.value_before, fn.value]}.get(fn.kind)
+            if vals is None:
+                vals = list(fn.t) + list(fn.y)
+            p[o:o + len(vals)] = vals
+        return p
+
+    def _to_ref(self, body, point, frames):
+        if body == GROUND:
+            return np.asarray(point, float)
+        gp, gr = frames[self.index[body]][2]
+        return gr.T @ (np.asarray(point, float) - gp)
+
+    # ------------------------------------------------------------ description
+    def roadmap(self) -> List[str]:
+        """SD/FAST-style table of the tree for the generated file's header."""
+        rows = [f"{'#':>5} {'body':<16} {'parent':<16} {'joint':<16} {'type':<12} {'q':>9} {'u':>9}"]
+        for k in range(self.nb):
+            par = self.body_names[self.parent[k]] if self.parent[k] >= 0 else GROUND
+            nq, nv = JOINT_TYPES[self.types[k]][:2]
+            qr = f"{self.iq[k]}:{self.iq[k] + nq}" if nq else "-"
+            ur = f"{self.iv[k]}:{self.iv[k] + nv}" if nv else "-"
+            rows.append(f"{k:>5} {self.body_names[k][:16]:<16} {par[:16]:<16} {self.joint_names[k][:16]:<16} "
+                        f"{self.types[k]:<12} {qr:>9} {ur:>9}")
+        return rows

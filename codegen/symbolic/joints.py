@@ -1,0 +1,226 @@
+"""Joint models derived with sympy, one per joint type, in canonical form.
+
+Every joint is written in its *joint frame* on the parent side (the user's axis is turned onto z by
+the plan, see ``codegen.plan``), so the derived expressions carry no axis parameters:
+
+    child joint frame = parent joint frame * (R(q), d(q))         Kang & Yoon eqs (9), (12)
+
+From R(q), d(q) and the kinematic map qdot = G(q) u the derivation gives
+    S_w  = d(vee(Rdot R^T))/du      relative angular velocity map     Kang & Yoon eq (16), B^w'
+    S_v  = d(ddot)/du               relative linear velocity map      Kang & Yoon eq (16), B^v'
+    c_w  = (dS_w/dt) u,  c_v = (dS_v/dt) u   velocity-product terms   (the Bdot q terms of eq 27)
+    H    = [S_v; S_w]  joint projection (motion subspace), W its orthogonal complement (Liu et al. eq 5)
+all in the parent joint frame, plus the child-frame motion subspace S_c and its product term c_J used
+by the dense (composite rigid body + Newton-Euler) reference. Quaternion joints use the body-frame
+angular velocity u = omega (no singular angles); for them S_w = R(q) (Rdot u = R [u]x u = 0).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Dict, List, Tuple
+
+import sympy as sp
+
+from ..model import JOINT_TYPES
+
+
+def skew(v):
+    return sp.Matrix([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
+
+
+def vee(S):
+    return sp.Matrix([S[2, 1], S[0, 2], S[1, 0]])
+
+
+def Rz(t):
+    c, s = sp.cos(t), sp.sin(t)
+    return sp.Matrix([[c, -s, 0], [s, c, 0], [0, 0, 1]])
+
+
+def Rx(t):
+    c, s = sp.cos(t), sp.sin(t)
+    return sp.Matrix([[1, 0, 0], [0, c, -s], [0, s, c]])
+
+
+def quat_R(w, x, y, z):
+    """Rotation of a unit quaternion in homogeneous form (exact for |q| = 1, smooth elsewhere)."""
+    return sp.Matrix([
+        [w * w + x * x - y * y - z * z, 2 * (x * y - w * z), 2 * (x * z + w * y)],
+        [2 * (x * y + w * z), w * w - x * x + y * y - z * z, 2 * (y * z - w * x)],
+        [2 * (x * z - w * y), 2 * (y * z + w * x), w * w - x * x - y * y + z * z]])
+
+
+def quat_rate(w, x, y, z, wx, wy, wz):
+    """qdot = 1/2 q (x) (0, omega_body)."""
+    return sp.Matrix([
+        (-x * wx - y * wy - z * wz) / 2,
+        (w * wx + y * wz - z * wy) / 2,
+        (w * wy + z * wx - x * wz) / 2,
+        (w * wz + x * wy - y * wx) / 2])
+
+
+@dataclass(frozen=True)
+class JointModel:
+    type: str
+    q: Tuple[sp.Symbol, ...]
+    u: Tuple[sp.Symbol, ...]
+    R: sp.Matrix          # 3x3, child joint frame in parent joint frame
+    d: sp.Matrix          # 3, origin of the child joint frame in the parent joint frame
+    qdot: sp.Matrix       # nq
+    S_w: sp.Matrix        # 3 x nv
+    S_v: sp.Matrix        # 3 x nv
+    c_w: sp.Matrix        # 3
+    c_v: sp.Matrix        # 3
+    H: sp.Matrix          # 6 x nv  (linear; angular), parent joint frame
+    W: sp.Matrix          # 6 x (6 - nv), H^T W = 0
+    S_c: sp.Matrix        # 6 x nv, motion subspace in the child joint frame
+    c_J: sp.Matrix        # 6, (dS_c/dt) u in the child joint frame
+
+    @property
+    def nq(self):
+        return len(self.q)
+
+    @property
+    def nv(self):
+        return len(self.u)
+
+    def elements(self) -> Dict[str, sp.Basic]:
+        return {"q": sp.Matrix(self.q), "u": sp.Matrix(self.u), "R": self.R, "d": self.d, "qdot": self.qdot,
+                "S_w": self.S_w, "S_v": self.S_v, "c_w": self.c_w, "c_v": self.c_v,
+                "H": self.H, "W": self.W, "S_c": self.S_c, "c_J": self.c_J}
+
+
+def _rate(expr: sp.Matrix, q, qdot) -> sp.Matrix:
+    """Time derivative of expr(q) along qdot."""
+    if not q:
+        return sp.zeros(*expr.shape)
+    out = sp.zeros(*expr.shape)
+    for qk, qdk in zip(q, qdot):
+        out += expr.diff(qk) * qdk
+    return sp.simplify(out)
+
+
+def _complement(S: sp.Matrix) -> sp.Matrix:
+    """Orthogonal complement of the span of the 3-vector columns of S (canonical joints only)."""
+    S = sp.Matrix.hstack(*[S[:, c] for c in range(S.shape[1]) if any(e != 0 for e in S[:, c])]) \
+        if S.shape[1] else S
+    k = S.shape[1]
+    if k == 0:
+        return sp.eye(3)
+    if k == 1:
+        a = S[:, 0]
+        if a == sp.Matrix([0, 0, 1]):
+            return sp.Matrix([[1, 0], [0, 1], [0, 0]])
+        raise ValueError("canonical single axis must be z")
+    if k == 2:
+        return sp.simplify(S[:, 0].cross(S[:, 1]))
+    return sp.zeros(3, 0)
+
+
+def _build(jtype: str) -> JointModel:
+    nq, nv = JOINT_TYPES[jtype][:2]
+    q = sp.symbols(f"q[0:{nq}]", real=True) if nq else ()
+    u = sp.symbols(f"u[0:{nv}]", real=True) if nv else ()
+    Z3 = sp.zeros(3, 1)
+    quat_w = None
+    if jtype == "revolute":
+        R, d, qdot = Rz(q[0]), Z3, sp.Matrix(u)
+    elif jtype == "prismatic":
+        R, d, qdot = sp.eye(3), sp.Matrix([0, 0, q[0]]), sp.Matrix(u)
+    elif jtype == "cylindrical":
+        R, d, qdot = Rz(q[0]), sp.Matrix([0, 0, q[1]]), sp.Matrix(u)
+    elif jtype == "universal":
+        R, d, qdot = Rz(q[0]) * Rx(q[1]), Z3, sp.Matrix(u)
+    elif jtype == "planar":
+        R, d, qdot = Rz(q[2]), sp.Matrix([q[0], q[1], 0]), sp.Matrix(u)
+    elif jtype == "spherical":
+        R, d, qdot = quat_R(*q), Z3, quat_rate(*q, *u)
+        quat_w = R * sp.Matrix(u)
+    elif jtype == "free":
+        R, d = quat_R(*q[3:7]), sp.Matrix(q[:3])
+        qdot = sp.Matrix([u[0], u[1], u[2], *quat_rate(*q[3:7], *u[3:6])])
+        quat_w = R * sp.Matrix(u[3:6])
+    elif jtype == "fixed":
+        R, d, qdot = sp.eye(3), Z3, sp.zeros(0, 1)
+    else:
+        raise KeyError(jtype)
+    um = sp.Matrix(u)
+    if quat_w is None:   # Kang & Yoon eq (16): B^w' = d(vee(Rdot R^T))/d(qdot)
+        w = sp.simplify(vee(_rate(R, q, qdot) * R.T))
+    else:                # unit quaternion: omega_parent = R omega_body (eq 16 holds for |q| = 1)
+        w = quat_w
+    v = _rate(d, q, qdot)
+    S_w = w.jacobian(um) if nv else sp.zeros(3, 0)
+    S_v = v.jacobian(um) if nv else sp.zeros(3, 0)
+    c_w = sp.simplify(sp.expand(_rate(S_w * um, q, qdot))) if nv else Z3
+    c_v = sp.simplify(sp.expand(_rate(S_v * um, q, qdot))) if nv else Z3
+    H = sp.Matrix.vstack(S_v, S_w)
+    Wv, Ww = _complement(S_v), _complement(S_w)
+    W = sp.diag(Wv, Ww) if (Wv.shape[1] or Ww.shape[1]) else sp.zeros(6, 0)
+    if W.shape[0] != 6:     # diag of a 3x0 block drops rows; rebuild explicitly
+        W = sp.Matrix.vstack(sp.Matrix.hstack(Wv, sp.zeros(3, Ww.shape[1])),
+                             sp.Matrix.hstack(sp.zeros(3, Wv.shape[1]), Ww))
+    # child-frame motion subspace (linear; angular at the child origin) and its product term
+    Rt = R.T
+    if quat_w is None:
+        S_wc = Rt * S_w
+    else:   # quaternion joints: R^T R = I for |q| = 1, the angular block is the body rate itself
+        S_wc = sp.Matrix.hstack(sp.zeros(3, nv - 3), sp.eye(3))
+    S_c = sp.simplify(sp.Matrix.vstack(Rt * S_v, S_wc)) if nv else sp.zeros(6, 0)
+    c_J = sp.simplify(sp.expand(_rate(S_c * um, q, qdot))) if nv else sp.zeros(6, 1)
+    return JointModel(jtype, tuple(q), tuple(u), R, d, qdot, S_w, S_v, c_w, c_v, H, W, S_c, c_J)
+
+
+@lru_cache(maxsize=None)
+def joint_model(jtype: str) -> JointModel:
+    """The symbolic model of a joint type, derived once per process."""
+    return _build(jtype)
+
+
+# ------------------------------------------------------------------ C code for the kernels
+
+def _printer():
+    from sympy.printing.c import C99CodePrinter
+
+    class P(C99CodePrinter):
+        def _print_Pow(self, expr):     # small integer powers as products (no pow() calls)
+            b, e = expr.as_base_exp()
+            if e.is_Integer and 1 < e <= 4:
+                s = self.parenthesize(b, 100)
+                return "*".join([s] * int(e))
+            return super()._print_Pow(expr)
+
+    return P()
+
+
+def c_assignments(outputs: List[Tuple[str, sp.Matrix]], prefix: str = "x") -> Tuple[List[str], List[str]]:
+    """CSE over several matrices; returns (temporaries, assignment lines) as Cython-compatible C text.
+
+    Matrices are stored column-major: out[rows*col + row]. Entries that are identically zero are
+    written too, so callers need not clear their buffers.
+    """
+    p = _printer()
+    flat, targets = [], []
+    for name, M in outputs:
+        for c in range(M.shape[1]):
+            for r in range(M.shape[0]):
+                flat.append(M[r, c])
+                targets.append(f"{name}[{M.shape[0] * c + r}]")
+    reps, red = sp.cse(flat, symbols=sp.numbered_symbols(prefix), optimizations="basic")
+    temps = [f"{p.doprint(s)} = {p.doprint(e)}" for s, e in reps]
+    lines = [f"{t} = {p.doprint(e)}" for t, e in zip(targets, red)]
+    return temps, lines
+
+
+@lru_cache(maxsize=None)
+def jcalc_code(jtype: str) -> dict:
+    """Per-type code blocks for the templates: jcalc (parent-frame), jcalc_child, qdot."""
+    jm = joint_model(jtype)
+    blocks = {}
+    blocks["jcalc"] = c_assignments([("R", jm.R.T), ("d", jm.d), ("Sv", jm.S_v), ("Sw", jm.S_w),
+                                     ("cv", jm.c_v), ("cw", jm.c_w)])   # R.T column-major = R row-major
+    blocks["jchild"] = c_assignments([("Sc", jm.S_c), ("cJ", jm.c_J)])
+    blocks["qdot"] = c_assignments([("qd", jm.qdot)]) if jm.nq else ([], [])
+    blocks["pose"] = c_assignments([("R", jm.R.T), ("d", jm.d)])
+    return blocks
