@@ -139,7 +139,8 @@ def random_tree(n: int, seed: int = 0, types=JOINT_MIX, floating: bool = False, 
         if k == 0 and floating:
             jt, parent = "free", "ground"
         else:
-            jt = types[k % len(types)] if k < len(types) else str(rng.choice(types))
+            kk = k - 1 if floating else k
+            jt = types[kk] if kk < len(types) else str(rng.choice(types))
             parent = "ground" if k == 0 else f"b{int(rng.integers(0, k))}"
         axis = rng.normal(size=3) if jt in ("revolute", "prismatic", "cylindrical", "universal", "planar") else None
         axis2 = None

@@ -143,6 +143,15 @@ def gravity_force(m: float, l: float, g) -> np.ndarray:
 
 # ------------------------------------------------------------------ the chain (sections 1.2-1.3)
 
+def _mv(M: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Matrix-vector product without BLAS (np.einsum's own loop).
+
+    The matrices here are ~200 x 200: big enough for OpenBLAS to use threads, which on a busy
+    machine made each product ~100x slower; the plain loop is fast and predictable.
+    """
+    return np.einsum("ij,j->i", M, x)
+
+
 I4 = np.eye(4)
 PHI_BEAM = np.block([[np.zeros((4, 4)), I4], [np.zeros((4, 4)), np.zeros((4, 4))]])      # eq 14
 CHI_REV = np.diag([1.0, 1.0, 0.0, 0.0])                                                # eq 19
@@ -185,6 +194,9 @@ class FlexiblePendulum:
         self.ME = np.kron(np.eye(Nb), self.mats["M"])               # block diag of eq 4
         self.PhiC = self.Phi @ self.C                              # V_E = Phi C beta (eq 36)
         self.Omega = self.PhiC.T @ self.ME @ self.PhiC             # eq 41 (constant here)
+        # Omega is constant for revolute joints, so its inverse (eq 47) is formed once
+        self.Omega_inv = np.linalg.inv(self.Omega)
+        self.PhiC_T, self.MPhi = np.ascontiguousarray(self.PhiC.T), self.ME @ self.Phi
         self.e0 = np.zeros(8 * Nb)
         self.e0[0:2] = self.origin                                 # ground pin position
         self.FE = np.tile(gravity_force(self.m_el, self.l, self.g), Nb)   # F_E = F_EG (eqs 8-9)
@@ -209,7 +221,7 @@ class FlexiblePendulum:
 
     def element_coordinates(self, q: np.ndarray) -> np.ndarray:
         """e of every element, shape (N_bar, 8): e_all = Phi C q + e_0 (integral of eq 36)."""
-        return (self.PhiC @ q + self.e0).reshape(self.N_bar, 8)
+        return (_mv(self.PhiC, q) + self.e0).reshape(self.N_bar, 8)
 
     def tip(self, q: np.ndarray) -> np.ndarray:
         return self.element_coordinates(q)[-1, 4:6]
@@ -223,12 +235,12 @@ class FlexiblePendulum:
     def Gamma(self, q, beta) -> np.ndarray:
         """Gamma = C^T Phi^T (M_E Phi c + F_EK - F_E) (eq 41)."""
         _, FEK = elastic_energy_and_force(self.element_coordinates(q), self.mats)
-        return self.PhiC.T @ (self.ME @ (self.Phi @ self.c_term(q, beta)) + FEK.ravel() - self.FE)
+        return _mv(self.PhiC_T, _mv(self.MPhi, self.c_term(q, beta)) + FEK.ravel() - self.FE)
 
     def accel_dense(self, q, beta, Q: Optional[np.ndarray] = None) -> np.ndarray:
-        """betadot = Omega^-1 (Q - Gamma) (eq 40), dense solve."""
+        """betadot = Omega^-1 (Q - Gamma) (eq 40) with the dense Omega and Gamma of eq 41."""
         rhs = -self.Gamma(q, beta) if Q is None else Q - self.Gamma(q, beta)
-        return np.linalg.solve(self.Omega, rhs)
+        return _mv(self.Omega_inv, rhs)
 
     # ---------------------------------------------------------------- dynamics, recursive (eqs 44-55)
 
@@ -283,7 +295,7 @@ class FlexiblePendulum:
         """(kinetic, elastic, gravity potential); V_G = -sum F_EG . e (zero on the line y = 0 for g = -y)."""
         q, beta = y[:self.n], y[self.n:]
         ee = self.element_coordinates(q)
-        T = 0.5 * beta @ self.Omega @ beta
+        T = 0.5 * beta @ _mv(self.Omega, beta)
         U, _ = elastic_energy_and_force(ee, self.mats)
         return float(T), float(U.sum()), float(-self.FE @ ee.ravel())
 

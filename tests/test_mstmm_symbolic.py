@@ -298,3 +298,34 @@ def test_inspect_table():
     for key in ("mstmm-body", "mstmm-ball-hinge", "mstmm-multi-hinge", "mstmm-planar-state", "mstmm-example"):
         out = M.INSPECT[key]()
         assert out and all(isinstance(v, (sp.MatrixBase, sp.Expr, sp.MatrixExpr)) for v in out.values())
+
+
+def test_geometric_equation_eq14_eq15():
+    # eq 15 residual vanishes for an input state whose acceleration follows eq 14 and whose moment is 0
+    r12 = 2 * sp.Matrix([a * c7, a * s7, 0])
+    Om = sp.Matrix([0, 0, th7d])
+    zO = sp.Matrix(sp.symbols("xdd ydd wd mz1 qx1 qy1 mz2 qx2 qy2", real=True)).col_join(sp.Matrix([1]))
+    rdd = M.r_dd_Ik([zO[0], zO[1], 0], [0, 0, zO[2]], Om, r12)
+    zI2 = sp.Matrix([rdd[0], rdd[1], sp.Symbol("w5"), 0, sp.Symbol("qx5"), sp.Symbol("qy5"), 1])
+    assert_same(M.geometric_equation(zI2, zO, r12, Om, 2, 2, planar=True), sp.zeros(3, 1), "eq 15")
+    zI2[3] = sp.Symbol("m5")                                     # a nonzero hinge moment violates eq 15
+    assert M.geometric_equation(zI2, zO, r12, Om, 2, 2, planar=True)[2] == sp.Symbol("m5")
+
+
+def test_eq62_backward_step_body1():
+    # eq 62: z_b1,I = P1 (z_b1,O + q1) = T22^{-1} (z_b1,O - f_b).  The paper prints T22 itself in place of
+    # T22^{-1} and the result [x'' - 2as1 W + 2ac1 th1d^2, y'' + 2ac1 W + 2as1 th1d^2, W]; the inverse
+    # gives  x'' + 2as1 W + 2ac1 th1d^2,  y'' - 2ac1 W + 2as1 th1d^2  (RECONSTRUCTED signs of the W terms:
+    # rigid-body kinematics r''_I = r''_O - Omega' x r_IO + th1d^2 r_IO with r_IO = 2a(c1, s1))
+    T = M.example_body1_T()
+    S1, e1 = M.riccati_initial(3, 3)
+    st = M.riccati_step(S1, e1, *T.values())
+    xdd, ydd, W = sp.symbols("xdd ydd W", real=True)
+    zbI, zaI = M.riccati_backward(st["P"], st["q"], S1, e1, sp.Matrix([xdd, ydd, W]))
+    expected = sp.Matrix([xdd + 2 * a * s1 * W + 2 * a * c1 * th1d**2,
+                          ydd - 2 * a * c1 * W + 2 * a * s1 * th1d**2, W])
+    assert_same(zbI, expected, "eq 62 (corrected)")
+    assert zaI == sp.zeros(3, 1)                                  # free tip: m = q = 0
+    printed = sp.Matrix([xdd - 2 * a * s1 * W + 2 * a * c1 * th1d**2,
+                         ydd + 2 * a * c1 * W + 2 * a * s1 * th1d**2, W])
+    assert not _zero((zbI - printed)[0])

@@ -69,7 +69,7 @@ d = sp.Symbol("d", positive=True)               # chord length |r_B - r_A|
 
 # nodal coordinates in the order [r_A; r'_A; r_B; r'_B] (see module notes on eq 1)
 E_NAMES = ("x_A", "y_A", "x'_A", "y'_A", "x_B", "y_B", "x'_B", "y'_B")
-e = sp.Matrix([sp.Symbol(n, real=True) for n in E_NAMES])
+e = sp.ImmutableMatrix([sp.Symbol(n, real=True) for n in E_NAMES])
 
 
 # ------------------------------------------------------------------ element kinematics
@@ -95,7 +95,7 @@ def shape_matrix() -> sp.Matrix:
     for k in range(4):
         S[0, 2 * k] = N[k]
         S[1, 2 * k + 1] = N[k]
-    return S
+    return sp.ImmutableMatrix(S)   # cached results are immutable
 
 
 def position() -> sp.Matrix:
@@ -123,7 +123,7 @@ def d_ds(expr, n: int = 1):
 def mass_matrix() -> sp.Matrix:
     # Hu & Wang 2016, eq 4: M_E = int_V rho S^T S dV = rho A l int_0^1 S^T S dxi
     S = shape_matrix()
-    return (rho * A * l * (S.T * S).applyfunc(int01)).applyfunc(sp.factor)
+    return sp.ImmutableMatrix((rho * A * l * (S.T * S).applyfunc(int01)).applyfunc(sp.factor))
 
 
 # ------------------------------------------------------------------ chord frame and elastic energy
@@ -136,6 +136,7 @@ def chord_frame() -> sp.Matrix:
 
 def chord_gradients() -> Tuple[sp.Matrix, sp.Matrix]:
     """d(alpha)/de and d(d)/de in terms of cos(alpha), sin(alpha), d (alpha = atan2(y_B-y_A, x_B-x_A))."""
+    # Hu & Wang 2016, eq 7: the d(cos alpha)/de = -sin(alpha) d(alpha)/de, d(sin alpha)/de = cos(alpha) d(alpha)/de
     c, s = sp.cos(alpha), sp.sin(alpha)
     grad_alpha = sp.Matrix([s, -c, 0, 0, -s, c, 0, 0]) / d
     grad_d = sp.Matrix([-c, -s, 0, 0, c, s, 0, 0])
@@ -160,7 +161,7 @@ def deformation() -> sp.Matrix:
     # Hu & Wang 2016, eq 5: u_s = [u_l, u_t] = R(alpha) (r - r_A) - [s, 0]
     r = position()
     r_A = r.subs(xi, 0)
-    return chord_frame() * (r - r_A) - sp.Matrix([l * xi, 0])
+    return sp.ImmutableMatrix(chord_frame() * (r - r_A) - sp.Matrix([l * xi, 0]))
 
 
 @lru_cache(maxsize=None)
@@ -177,14 +178,14 @@ def strain_energy() -> sp.Expr:
 def elastic_force() -> sp.Matrix:
     # Hu & Wang 2016, eq 7: F_EK = dU/de (symbolic gradient, chain rule through alpha(e))
     U = strain_energy()
-    return sp.Matrix([total_derivative(U, k) for k in range(8)])
+    return sp.ImmutableMatrix([total_derivative(U, k) for k in range(8)])
 
 
 @lru_cache(maxsize=None)
 def elastic_jacobian() -> sp.Matrix:
     # Hu & Wang 2016, eq 7 differentiated once more: K_T = dF_EK/de (8 x 8, the Hessian of U)
     F = elastic_force()
-    return sp.Matrix(8, 8, lambda i, j: total_derivative(F[i], j))
+    return sp.ImmutableMatrix(8, 8, lambda i, j: total_derivative(F[i], j))
 
 
 @lru_cache(maxsize=None)
@@ -199,10 +200,10 @@ def paper_matrices() -> Dict[str, sp.Matrix]:
 
     out = {}
     for i in range(2):
-        out[f"A{i + 1}"] = integ(E * A * S1[i, :])
+        out[f"A{i + 1}"] = sp.ImmutableMatrix(integ(E * A * S1[i, :]))
         for j in range(2):
-            out[f"A{i + 1}{j + 1}"] = integ(E * A * S1[i, :].T * S1[j, :])
-            out[f"B{i + 1}{j + 1}"] = integ(E * I * S2[i, :].T * S2[j, :])
+            out[f"A{i + 1}{j + 1}"] = sp.ImmutableMatrix(integ(E * A * S1[i, :].T * S1[j, :]))
+            out[f"B{i + 1}{j + 1}"] = sp.ImmutableMatrix(integ(E * I * S2[i, :].T * S2[j, :]))
     return out
 
 
@@ -217,7 +218,7 @@ def elastic_force_eq7() -> sp.Matrix:
     K2 = P["A22"] + P["B11"]
     K3 = P["A12"] + P["A21"] - P["B12"] - P["B21"]
     q = lambda K: (e.T * K * e)[0, 0]
-    return (c**2 * K1 * e + q(K1) * c * dc
+    return sp.ImmutableMatrix(c**2 * K1 * e + q(K1) * c * dc
             + s**2 * K2 * e + q(K2) * s * ds
             + s * c * K3 * e + sp.Rational(1, 2) * q(K3) * (s * dc + c * ds)
             - c * P["A1"].T - s * P["A2"].T - (P["A1"] * e)[0, 0] * dc - (P["A2"] * e)[0, 0] * ds)
@@ -237,7 +238,7 @@ def gravity_force() -> sp.Matrix:
     # Hu & Wang 2016, eq 9: F_EG = int_0^l rho A S^T g ds for g = (g_x, g_y); eq 9 is g_x = 0, g_y = g
     S = shape_matrix()
     g = sp.Matrix([gx, gy])
-    return (rho * A * l * (S.T * g).applyfunc(int01)).applyfunc(sp.factor)
+    return sp.ImmutableMatrix((rho * A * l * (S.T * g).applyfunc(int01)).applyfunc(sp.factor))
 
 
 def gravity_potential() -> sp.Expr:

@@ -338,6 +338,11 @@ def multi_hinge_output(Uhats: Sequence[sp.Matrix], z_inputs: Sequence[sp.Matrix]
     return sum((U * z for U, z in zip(Uhats, z_inputs)), sp.zeros(Uhats[0].rows, 1))
 
 
+def r_dd_Ik(r_dd_O1, Omegad_O1, Omega_O1, r_O1Ik) -> sp.Matrix:
+    # Rui et al. 2020, eq 14: r''_Ik = r''_O1 - r~_{O1 Ik} Omega'_O1 + Omega~_O1 Omega~_O1 r_{O1 Ik}
+    return sp.Matrix(r_dd_O1) + E1_Ik(r_O1Ik) * sp.Matrix(Omegad_O1) + E2_Ik(r_O1Ik, Omega_O1)
+
+
 def E1_Ik(r_O1Ik) -> sp.Matrix:
     # Rui et al. 2020, eq 17: E_{1,Ik} = -r~_{O1 Ik}
     return -tilde(r_O1Ik)
@@ -373,6 +378,11 @@ def H_O1Ik(r_O1Ik, Omega_O1, L: int, k: int, planar: bool = False) -> sp.Matrix:
             H[a, ext.w[b]] = E1[ra, wb]
         H[a, ext.one] = E2[ra]
     return H
+
+
+def geometric_equation(z_jIk, z_jO, r_O1Ik, Omega_O1, L: int, k: int, planar: bool = False) -> sp.Matrix:
+    # Rui et al. 2020, eq 15 as a residual: H_{r'',m} z_{j,Ik} - H_{O1,Ik} z_{j,O}  (= 0)
+    return H_rm(planar) * sp.Matrix(z_jIk) - H_O1Ik(r_O1Ik, Omega_O1, L, k, planar) * sp.Matrix(z_jO)
 
 
 # ================================================================== boundaries (Sect. 4 and 5.1)
