@@ -34,7 +34,9 @@ n = 4 N_bar + 2 N (eq 56): 110 for 5 beams x 5 elements, as in the paper's first
 Dynamics (eqs 37-41):  Omega betadot + Gamma = Q with
     Omega = C^T Phi^T M_E Phi C,   Gamma = C^T Phi^T (M_E Phi c + F_EK - F_E),
 Q = generalised applied forces of beta (zero here: no joint torques).  ``accel_dense`` assembles the
-dense matrices and solves; ``accel_recursive`` is the O(n) block-tridiagonal solution of eqs 44-55.
+dense Gamma every call and applies Omega^-1 (Omega is constant for revolute joints, so it is
+assembled and inverted once); ``accel_recursive`` is the O(n) block-tridiagonal solution of
+eqs 44-55 and must agree with it.
 
 Reconstructions (the seed text is garbled in places):
 * eq 44 prints Omega = C^T Phi^T M_E C; it is C^T Phi^T M_E Phi C (eq 41; the printed tau and upsilon

@@ -172,3 +172,55 @@ def chain_mjcf(n: int, m: float = 1.0, L: float = 1.0, gravity=(0.0, -9.81, 0.0)
     return (f'<mujoco model="chain{n}"><compiler angle="radian" inertiafromgeom="false"/>'
             f'<option gravity="{g}"><flag contact="disable" constraint="disable" spring="disable" damper="disable"/></option>'
             f'<worldbody>{body}</worldbody></mujoco>')
+
+
+# ---------------------------------------------------------------- models and parallel builds
+
+def make_model(spec):
+    """('random_tree', n, seed, floating) | ('humanoid',) | ('arm7',) | ('chain', n) -> a fresh Model."""
+    from codegen import models
+    kind, *args = spec
+    if kind == "random_tree":
+        n, seed, floating = args
+        return models.random_tree(n, seed, floating=floating)
+    if kind == "chain":
+        return models.chain(*args)
+    return getattr(models, kind)()
+
+
+def _missing(jobs):
+    from codegen.build import build_key, default_cache_dir, resolve_options
+    cache = default_cache_dir()
+    out = []
+    for spec, algorithm, ref_point in jobs:
+        opts = resolve_options(algorithm, **({} if ref_point is None else {"ref_point": ref_point}))
+        key = build_key(make_model(spec), algorithm, opts)
+        if not any((cache / key).glob(f"mbgen_{algorithm}_{key}*.so")):
+            out.append((list(spec), algorithm, ref_point))
+    return out
+
+
+def prebuild(jobs, workers=None):
+    """Compile the kernels of ``jobs`` [(model spec, algorithm, ref_point)] that are not cached yet, spread over
+    ``workers`` subprocesses (default: the CPU count, at most 4). Failures are left to the caller's own
+    ``codegen.build``, which raises with the compiler's message; this only saves wall time."""
+    import json
+    import os
+    import subprocess
+    import sys
+    todo = _missing(jobs)
+    if not todo:
+        return 0
+    workers = max(1, min(len(todo), workers or min(4, os.cpu_count() or 1)))
+    here = os.path.dirname(os.path.abspath(__file__))
+    script = ("import json, sys; sys.path.insert(0, sys.argv[1]); import codegen, peers\n"
+              "for spec, alg, ref in json.loads(sys.argv[2]):\n"
+              "    try:\n"
+              "        codegen.build(peers.make_model(spec), algorithm=alg, ref_point=ref)\n"
+              "    except Exception as e:\n"
+              "        print('prebuild failed:', spec, alg, ref, e, file=sys.stderr)\n")
+    procs = [subprocess.Popen([sys.executable, "-c", script, here, json.dumps(todo[w::workers])])
+             for w in range(workers)]
+    for p in procs:
+        p.wait()
+    return len(todo)
