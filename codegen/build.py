@@ -203,9 +203,9 @@ def _build_into(model, algorithm, options, key, modname, target, info, progress)
         t1 = time.perf_counter()
         try:
             built = _compile(pyx, tmp, modname, quiet=True)
-        except Exception as e:   # re-run loudly to capture the compiler's words
-            log = tmp / "build.log"
-            raise BuildError(f"compiling {pyx.name} failed ({e}); the sources are kept in {tmp}") from e
+        except Exception as e:
+            raise BuildError(f"compiling {pyx.name} failed; the sources are kept in {tmp}\n"
+                             f"{_cython_errors(pyx)}") from e
         info["compile_s"] = time.perf_counter() - t1
         bar.update(1)
         final = target
@@ -223,6 +223,16 @@ def _build_into(model, algorithm, options, key, modname, target, info, progress)
         bar.close()
         raise
     bar.close()
+
+
+def _cython_errors(pyx: Path) -> str:
+    """Cython's own error report for a failed build (first lines), for the BuildError message."""
+    try:
+        out = subprocess.run([sys.executable, "-m", "cython", "-3", str(pyx), "-o", os.devnull],
+                             capture_output=True, text=True, timeout=300)
+        return "\n".join((out.stdout + out.stderr).splitlines()[:25])
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"(could not re-run cython: {e})"
 
 
 def generated_source(model: Model, algorithm: str = "recursive", **options) -> str:
