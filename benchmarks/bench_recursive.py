@@ -117,22 +117,28 @@ def pin_chain(n: int, L: float = 1.0):
     return model
 
 
-def time_python(f, est: float, batch_time: float, batches: int):
-    """Median over batches of the mean time per call of f() in a Python loop."""
-    reps, nb = plan_batches(est, batch_time, batches)
-    per = []
-    for _ in range(nb):
+def python_batch(f):
+    """A batch runner: mean seconds per call of f() over reps calls in a Python loop."""
+    def run(reps):
         t0 = time.perf_counter()
         for _ in range(reps):
             f()
-        per.append((time.perf_counter() - t0) / reps)
-    return float(np.median(per)), reps, nb
+        return (time.perf_counter() - t0) / reps
+    return run
 
 
-def time_kernel(kernel, q, u, est: float, batch_time: float, batches: int):
-    reps, nb = plan_batches(est, batch_time, batches)
-    per = [kernel.time_forward_dynamics(q, u, reps) for _ in range(nb)]
-    return float(np.median(per)), reps, nb
+def interleaved(runners: dict, batch_time: float, batches: int) -> dict:
+    """runners: name -> (run(reps) -> seconds per call, estimated seconds per call). Batches of all
+    runners are interleaved (round robin); returns name -> median, min, reps, batches."""
+    plan = {k: plan_batches(est, batch_time, batches) for k, (_, est) in runners.items()}
+    per = {k: [] for k in runners}
+    for b in range(max(nb for _, nb in plan.values())):
+        for k, (run, _) in runners.items():
+            reps, nb = plan[k]
+            if b < nb:
+                per[k].append(run(reps))
+    return {k: {"median": float(np.median(v)), "min": float(np.min(v)), "reps": plan[k][0], "batches": plan[k][1]}
+            for k, v in per.items()}
 
 
 def plan_batches(est: float, batch_time: float, batches: int):
@@ -235,21 +241,31 @@ def bench_size(n: int, args, cfg) -> dict:
                     f"{TOL * scale:.3g}: " + ", ".join(f"{v} {e:.3g}" for v, e in bad.items()))
             log(f"  n={n:<5} pin.aba check ok: max |ours - pin| = {max(errs.values()):.2e} (|udot|max {scale:.3g})")
 
-    # -- forward dynamics timings
+    # -- forward dynamics timings: batches interleaved across the variants (and pin.aba), so that a
+    #    burst of load from other processes hits all of them alike
+    kern, py = {}, {}
     for v in VARIANTS:
         s = systems[v]
         est = estimate(lambda: s.kernel.time_forward_dynamics(q, u, 1), cfg["estimate_time"])
-        tk, rk, nbk = time_kernel(s.kernel, q, u, est, cfg["batch_time"], args.repeats)
-        tp, rp, nbp = time_python(lambda: s.forward_dynamics(q, u), est, cfg["batch_time"], args.repeats)
-        row["variants"][v] = {"fd_kernel_s": tk, "fd_kernel_calls_per_batch": rk, "fd_kernel_batches": nbk,
-                              "fd_python_s": tp, "fd_python_calls_per_batch": rp, "fd_python_batches": nbp}
+        kern[v] = (lambda reps, s=s: s.kernel.time_forward_dynamics(q, u, reps), est)
+        py[v] = (python_batch(lambda s=s: s.forward_dynamics(q, u)), est)
     if pm is not None:
         import pinocchio as pin
         tau0 = np.zeros(n)
         f = lambda: pin.aba(pm, pd, q, u, tau0)  # noqa: E731
-        est = estimate(f, cfg["estimate_time"])
-        tp, rp, nbp = time_python(f, est, cfg["batch_time"], args.repeats)
-        row["pin"].update({"aba_python_s": tp, "calls_per_batch": rp, "batches": nbp})
+        py["pin.aba"] = (python_batch(f), estimate(f, cfg["estimate_time"]))
+    tk = interleaved(kern, cfg["batch_time"], args.repeats)
+    tp = interleaved(py, cfg["batch_time"], args.repeats)
+    for v in VARIANTS:
+        row["variants"][v] = {"fd_kernel_s": tk[v]["median"], "fd_kernel_min_s": tk[v]["min"],
+                              "fd_kernel_calls_per_batch": tk[v]["reps"], "fd_kernel_batches": tk[v]["batches"],
+                              "fd_python_s": tp[v]["median"], "fd_python_min_s": tp[v]["min"],
+                              "fd_python_calls_per_batch": tp[v]["reps"], "fd_python_batches": tp[v]["batches"],
+                              "python_overhead_s": tp[v]["median"] - tk[v]["median"]}
+    if pm is not None:
+        t = tp["pin.aba"]
+        row["pin"].update({"aba_python_s": t["median"], "aba_python_min_s": t["min"], "calls_per_batch": t["reps"],
+                           "batches": t["batches"]})
         del pm, pd
 
     # -- RK4: a whole simulation, wall time per step
@@ -339,16 +355,19 @@ def tables(doc: dict) -> str:
           "`System.simulate(t_end, dt=1e-3, integrator='rk4')`: `meta['wall_time_s'] / meta['steps']`, "
           "median of the runs.")
 
-    def kib(b):
-        return "-" if b is None else f"{b / 1024:,.0f}"
+    def nbytes(b):
+        return "-" if b is None else f"{b:,}"
 
+    c0 = rows[0]["build"][FRESH_VARIANT]["c_bytes"] if rows else None
     table("Generation and compilation (fresh build into an empty temporary cache)",
-          ["n", "ref point", "generate [s]", "compile [s]", "C file [KiB]", "C file dense [KiB]",
-           ".pyx [KiB]", "C bytes / n"],
+          ["n", "ref point", "generate [s]", "compile [s]", "C file [bytes]", "C growth vs first row [bytes]",
+           "C file dense [bytes]", ".pyx [bytes]"],
           [[r["n"], FRESH_VARIANT, f"{r['build'][FRESH_VARIANT]['generate_s']:.2f}",
-            f"{r['build'][FRESH_VARIANT]['compile_s']:.1f}", kib(r["build"][FRESH_VARIANT]["c_bytes"]),
-            kib(r["build"]["dense"]["c_bytes"]), kib(r["build"][FRESH_VARIANT]["pyx_bytes"]),
-            f"{r['build'][FRESH_VARIANT]['c_bytes'] / r['n']:,.0f}"] for r in rows])
+            f"{r['build'][FRESH_VARIANT]['compile_s']:.1f}", nbytes(r["build"][FRESH_VARIANT]["c_bytes"]),
+            nbytes(r["build"][FRESH_VARIANT]["c_bytes"] - c0) if c0 is not None else "-",
+            nbytes(r["build"]["dense"]["c_bytes"]), nbytes(r["build"][FRESH_VARIANT]["pyx_bytes"])] for r in rows],
+          "generate = derive + render the .pyx (after a one-time warm-up render, see the JSON); compile = Cython + "
+          "C compiler. The C file is the one next to the .so in the build folder.")
     return "\n".join(out)
 
 
@@ -431,7 +450,8 @@ def main(argv=None):
             pd1 = pm1.createData()
             z = np.zeros(1)
             f = lambda: pin.aba(pm1, pd1, z, z, z)  # noqa: E731
-            doc["pin_overhead_s"] = time_python(f, estimate(f), cfg["batch_time"], args.repeats)[0]
+            doc["pin_overhead_s"] = interleaved({"pin": (python_batch(f), estimate(f))}, cfg["batch_time"],
+                                                args.repeats)["pin"]["median"]
         except ImportError:
             args.no_pin = True
             doc["notes"].append("pinocchio not importable: no pin.aba column")
