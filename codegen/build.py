@@ -24,7 +24,7 @@ from pathlib import Path
 import jinja2
 
 from . import __version__
-from .model import Model
+from .model import JOINT_TYPES, Model
 from .plan import NP_BODY, Plan
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -33,6 +33,7 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 ALGORITHMS = {
     "recursive": {"template": "recursive.pyx.j2", "options": {"ref_point": ("centroid", "joint", "origin")}},
     "dense": {"template": "dense.pyx.j2", "options": {}},
+    "mstmm": {"template": "mstmm.pyx.j2", "options": {}, "vars": "mstmm"},
 }
 DENSE_MAX_NV = 4000
 
@@ -111,14 +112,17 @@ def render(plan: Plan, algorithm: str, options: dict, key: str) -> str:
                              keep_trailing_newline=True, trim_blocks=False, lstrip_blocks=False)
     tpl = env.get_template(ALGORITHMS[algorithm]["template"])
     nb, nv = plan.nb, plan.nv
-    work = {"recursive": 132 * nb, "dense": nv * nv + 2 * nv + 54 * nb}[algorithm] + 8
+    work = {"recursive": 132 * nb, "dense": nv * nv + 2 * nv + 54 * nb, "mstmm": 72 * nb}[algorithm] + 8
+    hook = ALGORITHMS[algorithm].get("vars")          # module with template_vars(plan) -> extra variables
+    extra = importlib.import_module(f".{hook}", __package__).template_vars(plan) if hook else {}
     return tpl.render(
         version=__version__, build_hash=key, model_name=plan.model.name, algorithm=algorithm,
         options=", ".join(f"{k}={v}" for k, v in options.items()) or "-", options_repr=repr(options),
         nb=nb, nq=plan.nq, nv=nv, np=plan.np, npb=NP_BODY, roadmap=plan.roadmap(), segments=plan.segments,
         parent=plan.parent, iq=plan.iq, iv=plan.iv, quat=plan.quat_offsets, body_names=repr(plan.body_names),
         jcalc={t: jcalc_code(t) for t in plan.joint_types_used}, forces=plan.forces, work_size=work,
-        **options)
+        types_nv=[(t, JOINT_TYPES[t][1]) for t in plan.joint_types_used],
+        **options, **extra)
 
 
 def _compile(pyx: Path, build_dir: Path, modname: str, quiet: bool) -> Path:

@@ -195,3 +195,39 @@ def from_spec(spec: str) -> Model:
     if spec.startswith("chain:"):
         return chain(int(spec.split(":", 1)[1]))
     return BUILTIN[spec]()
+
+
+def branch_system(N: int = 999, m: float = 1.0, L: float = 1.0) -> Model:
+    """models.md M5, the large branch system of the Riccati MSTMM seed (Rui et al. 2020, Fig. 1).
+
+    Thin rods (mass m, length L, axial inertia AXIAL m L^2) named body1, body3, ..., bodyN (N odd,
+    N >= 13), all joined by 3-DOF ball joints (quaternion coordinates, identity at t = 0), gravity -y.
+    Body N hangs by its upper end from the ceiling point (origin); N-2, ..., 13 hang each from the lower
+    end of the previous one; body 11 (horizontal along x) hangs from its centre on the lower end of
+    body 13.  Subchain A: body 3 hangs from the -x end of body 11 (its input I1), body 1 from body 3;
+    subchain B: body 9 hangs from the +x end (input I2), 7 from 9, 5 from 7.  Each rod's frame sits at
+    its centre with x pointing from its lower (free) end to its upper end, so vertical rods are turned
+    by Rz(90 deg).  N = 999: 500 bodies, 1500 degrees of freedom.
+    """
+    N = int(N)
+    if N < 13 or N % 2 == 0:
+        raise ValueError(f"branch_system needs an odd N >= 13, got {N}")
+    h = L / 2
+    R90 = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])     # Rz(+90 deg), exact
+    bodies = [thin_rod(f"body{k}", m, L) for k in range(1, N + 1, 2)]
+    up = Placement(np.array([h, 0.0, 0.0]))                  # upper end of a rod (child side)
+    low = Placement(np.array([-h, 0.0, 0.0]))                # lower end of a rod (parent side)
+
+    def ball(k, parent, pf, cf=None):
+        return Joint(f"ball{k}", "spherical", parent, f"body{k}", pf, cf if cf is not None else up)
+
+    joints = [ball(N, "ground", Placement(np.zeros(3), R90.copy()))]
+    for k in range(N - 2, 12, -2):
+        joints.append(ball(k, f"body{k + 2}", low))
+    joints.append(ball(11, "body13", Placement(np.array([-h, 0.0, 0.0]), R90.T.copy()), Placement()))
+    joints.append(ball(3, "body11", Placement(np.array([-h, 0.0, 0.0]), R90.copy())))   # input I1
+    joints.append(ball(1, "body3", low))
+    joints.append(ball(9, "body11", Placement(np.array([h, 0.0, 0.0]), R90.copy())))    # input I2
+    joints.append(ball(7, "body9", low))
+    joints.append(ball(5, "body7", low))
+    return Model(f"branch_system{N}", bodies, joints, gravity=np.array([0.0, -9.81, 0.0]))
