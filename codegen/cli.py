@@ -35,7 +35,7 @@ def cmd_check(args):
     m = _model(args.model)
     print(f"{m.source}: ok - {len(m.bodies)} bodies, {len(m.joints)} joints, nq = {m.nq}, nv = {m.nv}")
     from .plan import Plan
-    for row in Plan(m).roadmap():
+    for row in (m.roadmap() if hasattr(m, "roadmap") else Plan(m).roadmap()):   # beam models plan themselves
         print("  " + row)
 
 
@@ -56,6 +56,8 @@ def cmd_simulate(args):
     if not (args.t_end > 0 and args.dt > 0):
         raise ValueError("--t-end and --dt must be positive")
     s = build(m, args.algorithm, cache_dir=args.cache_dir, progress=not args.quiet, **_options(args))
+    if args.integrator == "hht" and not hasattr(m, "beams"):
+        raise ValueError("--integrator hht is only available for flexible-beam (rancf) models")
     res = s.simulate(args.t_end, args.dt, integrator=args.integrator, rtol=args.rtol, atol=args.atol,
                      substeps=args.substeps, progress=not args.quiet)
     out = args.out or os.path.join("results", f"{m.name}.npz")
@@ -123,7 +125,11 @@ def cmd_inspect(args):
 def cmd_source(args):
     from .build import generated_source
     m = _model(args.model)
-    src = generated_source(m, args.algorithm, **_options(args))
+    if hasattr(m, "beams"):                        # flexible beams: codegen/flexible.py (rancf)
+        from .flexible import generated_source as beam_source
+        src = beam_source(m)
+    else:
+        src = generated_source(m, args.algorithm, **_options(args))
     if args.out:
         from .system import _atomic_write
         _atomic_write(args.out, lambda fh: fh.write(src.encode()))
@@ -142,7 +148,8 @@ def parser():
     def model_args(sp_, build=True):
         sp_.add_argument("model", help="model YAML file, 'chain:N', or a builtin (balance_pendulum, arm7, humanoid)")
         if build:
-            sp_.add_argument("--algorithm", default="recursive", choices=list(ALGORITHMS))
+            sp_.add_argument("--algorithm", default="recursive", choices=list(ALGORITHMS) + ["rancf"],
+                             help="rancf: flexible-beam models (recursive ANCF; 'recursive' maps to it too)")
             sp_.add_argument("--ref-point", default=None, choices=["centroid", "joint", "origin"],
                              help="analysis reference point of the recursive method (default centroid)")
             sp_.add_argument("--cache-dir", default=None, help="build cache (default: $MBGEN_CACHE_DIR, "
@@ -159,7 +166,8 @@ def parser():
     model_args(s)
     s.add_argument("--t-end", type=float, default=2.0)
     s.add_argument("--dt", type=float, default=1e-3, help="sample interval (and the rk4 step)")
-    s.add_argument("--integrator", default="rk4", choices=["rk4", "dopri5"])
+    s.add_argument("--integrator", default="rk4", choices=["rk4", "dopri5", "hht"],
+                   help="hht: implicit HHT-alpha, flexible-beam (rancf) models only")
     s.add_argument("--substeps", type=int, default=1, help="rk4 steps per sample")
     s.add_argument("--rtol", type=float, default=1e-8)
     s.add_argument("--atol", type=float, default=1e-10)

@@ -626,6 +626,9 @@ def load_model(path: str) -> Model:
         raise ModelError(f"not valid YAML: {e}", path) from None
     if not isinstance(d, dict):
         raise ModelError("top level must be a mapping with bodies and joints", path)
+    if "beams" in d:                     # flexible beams: the rancf algorithm (codegen/flexible.py)
+        from .flexible import beam_model_from_dict
+        return beam_model_from_dict(d, source=path)
     return model_from_dict(d, source=path)
 
 

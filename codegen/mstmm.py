@@ -73,8 +73,9 @@ def plan_mstmm(plan) -> Dict:
     """Groups of the forward (tip -> root) Riccati sweep in descending body order.
 
     Returns {"groups": [...], "subchains": [...], "junctions": [...]} where a group is
-      {"kind": "tip" | "chain", "hi": j_hi, "lo": j_lo, "type": joint type, "nv": n}   (loop)
-      {"kind": "junction", "j": j, "inputs": [children], "type": ..., "nv": n}          (explicit)
+      {"kind": "tip" | "chain", "hi": j_hi, "lo": j_lo, "type": joint type, "nv": n,
+       "ctype": joint type of the single input's hinge (chain) or None}                  (loop)
+      {"kind": "junction", "j": j, "inputs": [(child, its joint type)], "type": ..., "nv": n}  (explicit)
     """
     from .build import BuildError
     from .model import JOINT_TYPES
@@ -93,14 +94,15 @@ def plan_mstmm(plan) -> Dict:
         t = plan.types[j]
         nv = JOINT_TYPES[t][1]
         if kind == "junction":
-            groups.append({"kind": kind, "j": j, "inputs": list(kids[j]), "type": t, "nv": nv,
-                           "name": names[j], "input_names": [names[c] for c in kids[j]]})
+            groups.append({"kind": kind, "j": j, "inputs": [(c, plan.types[c]) for c in kids[j]], "type": t,
+                           "nv": nv, "name": names[j], "input_names": [names[c] for c in kids[j]]})
             continue
+        ctype = plan.types[j + 1] if kind == "chain" else None        # joint type of the input's hinge
         g = groups[-1] if groups else None
-        if g is not None and g["kind"] == kind and g["type"] == t and g["lo"] == j + 1:
+        if g is not None and g["kind"] == kind and g["type"] == t and g["ctype"] == ctype and g["lo"] == j + 1:
             g["lo"] = j
         else:
-            groups.append({"kind": kind, "hi": j, "lo": j, "type": t, "nv": nv})
+            groups.append({"kind": kind, "hi": j, "lo": j, "type": t, "nv": nv, "ctype": ctype})
     for g in groups:
         if g["kind"] != "junction":
             g["names"] = f"{names[g['hi']]} .. {names[g['lo']]}" if g["hi"] != g["lo"] else names[g["hi"]]

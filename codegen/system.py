@@ -275,6 +275,11 @@ def _atomic_write(path: str, writer):
 def build(model: Model, algorithm: str = "recursive", ref_point: Optional[str] = None, cache_dir=None,
           progress: bool = False, **options) -> System:
     """Generate, compile (or reuse from the cache) and load the kernels for a model."""
+    from .flexible import BeamModel
+    if isinstance(model, BeamModel):     # flexible beams: RANCF kernels (codegen/flexible.py)
+        from .flexible import build as build_beams
+        return build_beams(model, algorithm, cache_dir=cache_dir, progress=progress, ref_point=ref_point,
+                           **options)
     if ref_point is not None:
         options["ref_point"] = ref_point
     return System(model, algorithm, cache_dir=cache_dir, progress=progress, **options)
