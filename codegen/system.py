@@ -65,8 +65,7 @@ class System:
 
     def forward_dynamics(self, q, u, tau=None, t: float = 0.0) -> np.ndarray:
         """udot = M^-1 (tau + applied - bias), applied forces of the model evaluated at time t."""
-        q, u = self._qu(q, u)
-        return self.kernel.forward_dynamics(q, u, tau, t)
+        return self.kernel.forward_dynamics(q, u, tau, t)     # the kernel checks sizes and types
 
     def inverse_dynamics(self, q, u, udot, t: float = 0.0) -> np.ndarray:
         """tau with forward_dynamics(q, u, tau, t) == udot (recursive Newton-Euler)."""
