@@ -29,18 +29,25 @@ Schema (SI units; see examples/flexible_pendulum.yaml):
       - {name: j2, type: revolute, parent: b1, child: b2}                       # at the tip of b1
       - {name: s3, type: translational, parent: b2, child: b3, axis: [1, 0], q0: 0.0}
       - {name: c, type: fixed, parent: ground, child: b4, at: [0, 0]}           # ground clamp
+    loads:                           # optional constant forces, F_E = S^T F (eq 8); s = arc length from the
+      - {name: p, beam: b4, s: 5, force: [0, -100]}   # beam's first node (default: its tip)
 
 Joint types (the child's first node is attached to the parent beam's tip node, or to a ground point):
     revolute       planar revolute: shared position, independent slopes (eqs 17-19, 23);
                    with parent ground: a pin at ``at``
     fixed          shared position and slope (a continuous beam); with parent ground: a clamp at ``at``
-                   along the child's initial direction
+                   along the child's initial direction.  The clamp fixes the whole slope vector
+                   r' = (cos angle, sin angle), so the axial strain is zero at the clamp (the usual ANCF
+                   clamp): the first element is axially stiffer (a 2-element cantilever under an axial
+                   tip load stretches 16/17 of N L / EA); the effect fades with mesh refinement
     translational  planar translational joint (eqs 20-21): r_child = r_parent + p gamma,
                    r'_child = lambda r'_parent (orientation locked, slope length free);
                    p = ``axis`` is a fixed direction in the world frame, as in eqs 20-21 (p_{k+1}
                    constant); ``q0`` = initial gamma.  With parent ground the slider starts at ``at``.
 Each beam is straight at t = 0 along its ``angle``; a fixed or translational child must start with its
 parent's angle (its slope is tied to the parent's).  The last node of the last beam is named ``tip``.
+Numbers may be written 4e-4 (YAML 1.1 reads that as a string; it is accepted).  The potential energy
+reported as ``energy_gravity`` is -F_E . e summed over the elements: gravity (eq 9) plus the constant loads.
 """
 from __future__ import annotations
 
@@ -104,6 +111,15 @@ class BeamJoint:
 
 
 @dataclass
+class BeamLoad:
+    """A constant force on a beam at arc length s from its first node (Hu & Wang eq 8: F_E = S^T F)."""
+    name: str
+    beam: str
+    s: float
+    force: np.ndarray
+
+
+@dataclass
 class BeamModel:
     name: str
     beams: List[Beam]
@@ -111,6 +127,7 @@ class BeamModel:
     gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, -9.81]))
     source: str = "<model>"
     tau_hook: None = None
+    loads: List[BeamLoad] = field(default_factory=list)
 
     def __post_init__(self):
         self._plan = None
@@ -157,6 +174,12 @@ class BeamModel:
 
 
 def _num(v, source, fld, positive=False, integer=False):
+    if isinstance(v, str):
+        # YAML 1.1 (PyYAML) reads exponent forms without a dot, e.g. 4e-4 or 21e6, as strings
+        try:
+            v = float(v.strip())
+        except ValueError:
+            raise ModelError(f"expected a number, got {v!r}", source, fld) from None
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise ModelError(f"expected a number, got {v!r}", source, fld)
     v = float(v)
@@ -190,9 +213,10 @@ def _keys(d, allowed, source, fld):
         raise ModelError(f"unknown keys {sorted(unknown)} (allowed: {sorted(allowed)})", source, fld)
 
 
-_TOP = {"name", "gravity", "beams", "joints", "initial"}
+_TOP = {"name", "gravity", "beams", "joints", "initial", "loads"}
 _BEAM = {"name", "length", "elements", "E", "A", "I", "rho", "angle"}
 _JOINT = {"name", "type", "parent", "child", "at", "axis", "q0"}
+_LOAD = {"name", "beam", "s", "force"}
 
 
 def beam_model_from_dict(d: dict, source: str = "<model>") -> BeamModel:
@@ -270,14 +294,16 @@ def beam_model_from_dict(d: dict, source: str = "<model>") -> BeamModel:
                              f"beams[{names[b.name]}]")
     # tree check: follow parents to ground
     jby = {j.child: j for j in joints}
+    rooted = {GROUND}                     # beams known to reach the ground: O(number of beams) in all
     for b in beams:
-        seen, cur = set(), b.name
-        while cur != GROUND:
-            if cur in seen:
+        path, cur = set(), b.name
+        while cur not in rooted:
+            if cur in path:
                 raise ModelError(f"joints form a loop through beam '{b.name}'", source,
                                  f"joints[{child_of[b.name]}].parent")
-            seen.add(cur)
+            path.add(cur)
             cur = jby[cur].parent
+        rooted |= path
     # slope-locked children start with their parent's angle
     bby = {b.name: b for b in beams}
     for i, j in enumerate(joints):
@@ -290,7 +316,25 @@ def beam_model_from_dict(d: dict, source: str = "<model>") -> BeamModel:
     name = d.get("name", os.path.splitext(os.path.basename(source))[0])
     if not isinstance(name, str) or not name:
         raise ModelError("expected a non-empty string", source, "name")
-    return BeamModel(name, beams, joints, g, source)
+    loads = []
+    if not isinstance(d.get("loads", []) or [], list):
+        raise ModelError("expected a list", source, "loads")
+    bby = {b.name: b for b in beams}
+    for i, ld in enumerate(d.get("loads", []) or []):
+        fld = f"loads[{i}]"
+        _keys(ld, _LOAD, source, fld)
+        for k in ("beam", "force"):
+            if k not in ld:
+                raise ModelError("missing", source, f"{fld}.{k}")
+        if not isinstance(ld["beam"], str) or ld["beam"] not in bby:
+            raise ModelError(f"unknown beam '{ld['beam']}'", source, f"{fld}.beam")
+        bm = bby[ld["beam"]]
+        sv = _num(ld.get("s", bm.length), source, f"{fld}.s")
+        if not 0.0 <= sv <= bm.length:
+            raise ModelError(f"must lie on the beam, 0 <= s <= {bm.length:g}, got {sv:g}", source, f"{fld}.s")
+        loads.append(BeamLoad(str(ld.get("name", f"load{i + 1}")), bm.name, sv,
+                              _vec2(ld["force"], source, f"{fld}.force")))
+    return BeamModel(name, beams, joints, g, source, loads=loads)
 
 
 def load_beam_model(path: str) -> BeamModel:
@@ -406,9 +450,10 @@ class BeamPlan:
 
     def roadmap(self) -> List[str]:
         rows = []
+        jby = {j.child: j for j in self.model.joints}
         for b in self.beam_order:
             s0, s1 = self.first_el[b], self.last_el[b]
-            j = next(j for j in self.model.joints if j.child == b)
+            j = jby[b]
             rows.append(f"beam {b}: elements {s0}..{s1} ({KIND_NAMES[self.kind[s0]]} from {j.parent}), "
                         f"beta offsets {self.off[s0]}..{self.off[s1 + 1] - 1}")
         rows.append(f"{self.nbar} elements, n = {self.n} generalised coordinates (4 N_bar + 2 N, eq 56 for "
@@ -475,6 +520,17 @@ class BeamPlan:
                 blk[78:80] = direc[b]
                 if j.axis is not None:
                     blk[80:82] = j.axis
+        for ld in m.loads:                 # Hu & Wang eq 8: F_E = S(xi)^T F, on the element holding s
+            bm = beams[ld.beam]
+            l = bm.length / bm.elements
+            i = min(int(ld.s / l), bm.elements - 1)
+            xi = ld.s / l - i
+            s = self.first_el[ld.beam] + i
+            N = np.array([1 - 3 * xi**2 + 2 * xi**3, l * (xi - 2 * xi**2 + xi**3), 3 * xi**2 - 2 * xi**3,
+                          l * (xi**3 - xi**2)])                                            # eq 3
+            fe = p[2 + NPE * s + 68: 2 + NPE * s + 76]
+            fe[0::2] += N * ld.force[0]
+            fe[1::2] += N * ld.force[1]
         return p
 
 
@@ -544,7 +600,7 @@ def render(plan: BeamPlan, key: str) -> str:
                       eord=ints(plan.eord), succ=ints(plan.succ), sdir=ints(plan.sdir), enode=ints(plan.enode),
                       local=ints(plan.local), beam=ints(plan.beam_of), has_var=plan.has_var,
                       kinds_used=sorted(set(int(k) for k in plan.kind)), roadmap=plan.roadmap(),
-                      node_names=repr(plan.node_names), code=element_code(), is_chain=plan.is_chain)
+                      node_names=repr("\n".join(plan.node_names)), code=element_code(), is_chain=plan.is_chain)
 
 
 def _fingerprint() -> str:
@@ -776,9 +832,10 @@ class BeamSystem:
                 "newton_not_converged": int(stats[3]) if integrator == "hht" else None,
                 "build_key": self.build_info["key"], "versions": _versions()}
         ang = np.zeros((len(ts), len(self.body_names)))
+        nel = {bm.name: bm.elements for bm in self.model.beams}
         for b, name in enumerate(self.plan.beam_order):
             n0 = self.plan.node0[name]
-            ne = next(bm.elements for bm in self.model.beams if bm.name == name)
+            ne = nel[name]
             d = pos[:, n0 + ne] - pos[:, n0]
             ang[:, b] = np.arctan2(d[:, 1], d[:, 0])
         quat = np.zeros((len(ts), len(self.body_names), 4))
@@ -801,8 +858,9 @@ def _result_base():
 
 
 class BeamResult(_result_base()):
-    """Result of a beam simulation: energy_potential = elastic + gravity; extra arrays node_names,
-    node_pos (nt x n_nodes x 2), energy_elastic, energy_gravity."""
+    """Result of a beam simulation: energy_potential = elastic + gravity (and constant loads); extra arrays
+    node_names, node_pos (nt x n_nodes x 2), energy_elastic, energy_gravity (gravity and loads: -F_E . e),
+    snapshot_index, snapshot_curve (9 instants x 11 points per element x 2)."""
 
     @property
     def node_names(self):
