@@ -46,7 +46,7 @@ def cmd_build(args):
     s = build(m, args.algorithm, cache_dir=args.cache_dir, progress=not args.quiet, **_options(args))
     info = s.build_info
     state = "cache hit" if info["hit"] else f"built (generate {info['generate_s']:.2f} s, compile {info['compile_s']:.2f} s)"
-    print(f"{m.name}: {args.algorithm} {s.options} -> {state} in {time.perf_counter() - t0:.2f} s\n"
+    print(f"{m.name}: {s.algorithm} {s.options} -> {state} in {time.perf_counter() - t0:.2f} s\n"
           f"  key {info['key']}\n  {info['path']}")
 
 
@@ -58,14 +58,15 @@ def cmd_simulate(args):
     s = build(m, args.algorithm, cache_dir=args.cache_dir, progress=not args.quiet, **_options(args))
     if args.integrator == "hht" and not hasattr(m, "beams"):
         raise ValueError("--integrator hht is only available for flexible-beam (rancf) models")
+    extra = {"alpha": args.hht_alpha} if args.integrator == "hht" else {}
     res = s.simulate(args.t_end, args.dt, integrator=args.integrator, rtol=args.rtol, atol=args.atol,
-                     substeps=args.substeps, progress=not args.quiet)
+                     substeps=args.substeps, progress=not args.quiet, **extra)
     out = args.out or os.path.join("results", f"{m.name}.npz")
     path = res.save(out)
     e = res.energy_total
     drift = float(abs(e - e[0]).max() / max(abs(e[0]), abs(res.energy_kinetic).max(), 1e-300))
     print(f"{m.name}: {len(res.t) - 1} samples to t = {res.t[-1]:g} s with {args.integrator} "
-          f"[{args.algorithm} {s.options}] in {res.meta['wall_time_s']:.3f} s wall; "
+          f"[{s.algorithm} {s.options}] in {res.meta['wall_time_s']:.3f} s wall; "
           f"max relative energy change {drift:.2e}")
     print(f"  results: {path}")
     if args.csv:
@@ -168,6 +169,7 @@ def parser():
     s.add_argument("--dt", type=float, default=1e-3, help="sample interval (and the rk4 step)")
     s.add_argument("--integrator", default="rk4", choices=["rk4", "dopri5", "hht"],
                    help="hht: implicit HHT-alpha, flexible-beam (rancf) models only")
+    s.add_argument("--hht-alpha", type=float, default=-0.05, help="HHT alpha in [-1/3, 0] (numerical damping)")
     s.add_argument("--substeps", type=int, default=1, help="rk4 steps per sample")
     s.add_argument("--rtol", type=float, default=1e-8)
     s.add_argument("--atol", type=float, default=1e-10)
