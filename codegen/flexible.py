@@ -2,8 +2,8 @@
 
 Paper: Hu Jingchen, Wang Tianshu, "A recursive absolute nodal coordinate formulation with O(n)
 algorithm complexity", Chinese J. Theor. Appl. Mech. 48(5):1172-1183, 2016 (seed text
-/work/shared/seeds/000_2dfa52d2e1bf2ae2.txt); equation numbers are the paper's.  Model M3 of
-/work/shared/specs/models.md.
+shared/seeds/000_2dfa52d2e1bf2ae2.txt); equation numbers are the paper's.  Model M3 of
+shared/specs/models.md.
 
 This module holds everything on the Python side of the ``rancf`` algorithm:
 

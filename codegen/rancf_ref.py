@@ -1,6 +1,6 @@
 """Plain numpy reference of the recursive ANCF (RANCF) of Hu & Wang 2016, dense form, for model M3.
 
-Model M3 (/work/shared/specs/models.md): a planar flexible pendulum of ``n_beams`` beams in a chain,
+Model M3 (shared/specs/models.md): a planar flexible pendulum of ``n_beams`` beams in a chain,
 each split into ``n_elem`` Shabana planar two-node beam elements; beam 1 is pinned to the ground
 (position fixed, slope free), beam k+1 is pinned to the tip of beam k (shared position, independent
 slopes).  At t = 0 straight and horizontal along +x, at rest; gravity -y.

@@ -2,7 +2,7 @@
 
 Source: Hu Jingchen, Wang Tianshu, "A recursive absolute nodal coordinate formulation with O(n)
 algorithm complexity", Chinese Journal of Theoretical and Applied Mechanics 48(5):1172-1183, 2016
-(seed text /work/shared/seeds/000_2dfa52d2e1bf2ae2.txt).  Equation numbers below are the paper's.
+(seed text shared/seeds/000_2dfa52d2e1bf2ae2.txt).  Equation numbers below are the paper's.
 
 Everything is derived with sympy from the paper's definitions; nothing is typed in by hand except the
 shape functions (eq 3).  Functions are short and named after the paper's symbols:
