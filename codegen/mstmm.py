@@ -27,6 +27,11 @@ body.  Per body j the forward sweep does
 The root hinge's output is the ground boundary (A4: r'' = 0, Omega' = 0 known), and the backward
 sweep (A5 / B4, eqs 25 and 33) gives every state z = [r'', Omega', m, q] and the relative joint
 accelerations.
+
+Output of the states (generated module): ``kernel.mstmm_states(q, u, tau, t)`` (nb x 12: r'', Omega', m, q
+per joint) and ``kernel.joint_forces``; here ``joint_reactions`` (one state), ``reaction_history`` (a
+simulated Result) and ``attach_reactions`` (into Result.extra, so Result.save writes ``joint_force`` and
+``joint_moment`` into the NPZ).
 """
 from __future__ import annotations
 
@@ -121,3 +126,36 @@ def plan_mstmm(plan) -> Dict:
 def template_vars(plan) -> Dict:
     """Extra template variables for templates/mstmm.pyx.j2 (called from codegen.build.render)."""
     return {"mst": plan_mstmm(plan)}
+
+
+# ------------------------------------------------------------------ joint reactions as output
+
+def joint_reactions(system, q, u, tau=None, t: float = 0.0):
+    """Joint reactions of an mstmm System at one state: (F, M), each nb x 3 in body order, world frame,
+    the force and the moment about the joint point that the parent (or the ground) exerts on the child
+    through its joint.  They are the internal force and moment of the MSTMM state (eq 1) at every
+    connection point, F = -q, M = +m (sign convention of Sect. 2.1), from the same sweep as the
+    accelerations (steps A5 / B4)."""
+    k = getattr(system, "kernel", system)
+    if not hasattr(k, "joint_forces"):
+        raise ValueError("joint reactions come from the mstmm kernels: build with algorithm='mstmm'")
+    return k.joint_forces(q, u, tau, t)
+
+
+def reaction_history(system, result):
+    """Joint reactions along a simulated trajectory: {"joint_force", "joint_moment"} (nt x nb x 3, world
+    frame, see joint_reactions) evaluated at every sample of a Result (model forces at the sample time)."""
+    import numpy as np
+    nt, nb = len(result.t), len(result.body_names)
+    F, M = np.empty((nt, nb, 3)), np.empty((nt, nb, 3))
+    for i, t in enumerate(result.t):
+        F[i], M[i] = joint_reactions(system, result.q[i], result.u[i], None, float(t))
+    return {"joint_force": F, "joint_moment": M}
+
+
+def attach_reactions(system, result):
+    """Add the joint reactions of every sample to result.extra, so that Result.save writes them into the
+    NPZ as ``joint_force`` and ``joint_moment`` (nt x nb x 3, world frame, rows in body_names order).
+    Returns the result."""
+    result.extra.update(reaction_history(system, result))
+    return result

@@ -1,4 +1,6 @@
-"""Plain numpy reference of the Riccati MSTMM (new version) for the planar balance pendulum, models.md M1.
+"""Plain numpy reference of the Riccati MSTMM (new version) for the planar balance pendulum, models.md M1,
+the classical transfer matrix product against the Riccati recursion on planar chains, and an mpmath
+high-precision forward-dynamics reference for the spatial kernels.
 
 Source: Rui X., Bestle D., Wang G. et al., "A new version of the Riccati transfer matrix method for
 multibody systems consisting of chain and branch bodies", Multibody Syst. Dyn. 49, 337-354 (2020)
@@ -49,6 +51,19 @@ the hinge: with z_a = S z_b + e at the hinge input, m_z = 0 gives Omega'_I = -(S
 and eqs 29-30 with T11 = I, T12 = O (the hinge passes m and q).  Then the subchain roots carry the
 conditions m_{1,O} = m_{5,O} = 0 in their own Riccati rows and no extra row is needed.  Both variants
 give the same result (checked against a Lagrange derivation in tests/test_mstmm_ref.py).
+
+Planar chains (``chain_classical`` / ``chain_riccati``, the n-link chain of codegen.models.chain): the
+classical transfer matrix method multiplies all element matrices (eqs 18-19) and solves the boundary
+conditions once; the product's entries grow about 4x per rod, so its accuracy is lost after about 25
+rods (tests/test_mstmm_accuracy.py).  The Riccati recursion with the same matrices stays at round-off
+with the articulated hinge step; with the paper's hinge (eq 10) the moment condition of the first hinge
+must be carried back from the tip through every P_i, and that carried row grows like the product (lost
+after about 150 rods) -- the reason why the generated kernels (templates/mstmm.pyx.j2) use the
+articulated hinge step.
+
+``aba_reference``: forward dynamics of revolute / ball-joint trees in mpmath (30 digits by default), an
+articulated-body algorithm independent of both generated kernels, to measure the true error of the
+double-precision solvers on the ill-conditioned M5 (tests/test_mstmm_accuracy.py, benchmarks/bench_mstmm.py).
 """
 from __future__ import annotations
 
@@ -291,3 +306,188 @@ def m1_thetadd(theta, thetad, **kw) -> np.ndarray:
     """Angular accelerations of rods (1, 3, 5, 7) as an array."""
     r = m1_solve(theta, thetad, **kw)["thetadd"]
     return np.array([r[i] for i in RODS])
+
+
+# ------------------------------------------------------------------ planar chain: classical TMM vs Riccati
+
+def chain_elements(phi, phid, m: float = 1.0, a: float = 0.5, g: float = 9.81) -> List[np.ndarray]:
+    """Step A1 for the planar n-link chain of thin rods (codegen.models.chain): body matrices (eq 4-5
+    reduced by eq 35 = eq 36), root link first.
+
+    phi, phid: absolute angle / rate of each link, root first; the link points from its inboard joint
+    (its output O, towards the ground) to its outboard end (its input I, towards the free tip).  In the
+    seed's convention theta = phi + pi (vector from the input end to the centre = a (cos th, sin th)).
+    """
+    Jz = 4.0 * m * a * a / 3.0
+    fC = np.array([0.0, -m * g])
+    out = []
+    for p, w in zip(phi, phid):
+        r = a * np.array([np.cos(p + np.pi), np.sin(p + np.pi)])
+        out.append(body_U(m, Jz, r, 2.0 * r, float(w), fC))
+    return out
+
+
+def chain_classical(phi, phid, m: float = 1.0, a: float = 0.5, g: float = 9.81) -> dict:
+    """The classical (non-Riccati) transfer matrix method for the chain: the overall transfer matrix as
+    the product of all element matrices (eqs 18-19), tip -> root,
+        z_{root} = U_1 H_1 U_2 H_2 ... H_{n-1} U_n z_{tip},   H_k = eq 10 hinge built from U_k,
+    with the free tip z_tip = [x'', y'', Omega', 0, 0, 0, 1] (3 unknowns) and the three conditions
+    x'' = y'' = 0 at the ground pin (rows 1, 2 of the product) and m = 0 at the first hinge from the tip
+    (the moment row of U_n; the hinge matrices of eq 10 enforce m = 0 one body further towards the root,
+    so the root moment holds identically, see the module notes).  The states then follow by forward
+    transfer (eq 3).  Returns {"phidd": absolute angular accelerations (root first), "cond": condition
+    number of the 3 x 3 boundary system, "growth": max |entry| of the overall transfer matrix}.
+    Entries of the product grow geometrically with n; with them the round-off of the boundary solve.
+    """
+    U = chain_elements(phi, phid, m, a, g)
+    n = len(U)
+    hinges = [hinge_U(U[k]) for k in range(n - 1)]        # hinge between link k+1 and link k (eq 10)
+    T = U[n - 1].copy()
+    for k in range(n - 2, -1, -1):                         # eq 19: U_{1-n} = U_n ... U_1 (transfer order)
+        T = U[k] @ hinges[k] @ T
+    mrow = U[n - 1][MZ]
+    A = np.vstack([T[[XDD, YDD]][:, B_IDX], mrow[B_IDX]])  # eq 18 with the boundary conditions
+    b = -np.array([T[XDD, ONE], T[YDD, ONE], mrow[ONE]])
+    with np.errstate(all="ignore"):
+        try:
+            x = np.linalg.solve(A, b)
+        except np.linalg.LinAlgError:
+            x = np.full(3, np.nan)
+        z = np.zeros(7); z[B_IDX] = x; z[ONE] = 1.0
+        phidd = np.empty(n)
+        z = U[n - 1] @ z; phidd[n - 1] = z[WD]
+        for k in range(n - 2, -1, -1):                     # forward transfer, eq 3
+            z = U[k] @ (hinges[k] @ z); phidd[k] = z[WD]
+        cond = np.linalg.cond(A) if np.all(np.isfinite(A)) else np.inf
+    return {"phidd": phidd, "cond": float(cond), "growth": float(np.abs(T).max())}
+
+
+def chain_riccati(phi, phid, m: float = 1.0, a: float = 0.5, g: float = 9.81, hinge: str = "articulated") -> dict:
+    """Algorithm A (steps A1-A5, eqs 20-34) for the same chain, with the same element matrices.
+
+    Tip: S_1 = O, e_1 = 0 (eq 34); forward eqs 24, 29, 30 through U_n, H_{n-1}, U_{n-1}, ..., U_1;
+    root (A4): pinned, x'' = y'' = 0 known, Omega' unknown, fixed by the root moment condition (hinge
+    "articulated": the root's own Riccati row m = S z_b + e = 0; hinge "paper": the carried condition
+    c z_b + d = 0 of the first hinge, see the module notes); backward eq 33 (A5) for every state.
+    Returns {"phidd": absolute angular accelerations (root first), "states": {k: z at the input of
+    link k}, "root": z at the ground pin}."""
+    U = chain_elements(phi, phid, m, a, g)
+    n = len(U)
+    els = [("body", U[n - 1])]
+    for k in range(n - 2, -1, -1):
+        els += [("hinge", hinge_U(U[k])), ("body", U[k])]
+    S, e, c, d, steps = riccati_forward(els, hinge)
+    row, off = (S[0], e[0]) if hinge == "articulated" else (c, d)
+    zb = np.array([0.0, 0.0, -off / row[2]])               # A4: x'' = y'' = 0, m = 0 at the pin
+    back = riccati_backward(steps, zb)                      # eq 33: inputs of body 0, hinge, body 1, ...
+    states = {k: back[2 * k] for k in range(n)}
+    return {"phidd": np.array([states[k][WD] for k in range(n)]), "states": states,
+            "root": tip_state(S, e, zb)}
+
+
+# ------------------------------------------------------------------ high-precision reference (spatial)
+
+def aba_reference(model, q, u, tau=None, dps: int = 30) -> np.ndarray:
+    """Forward dynamics in mpmath arithmetic (``dps`` digits): Featherstone's articulated-body algorithm,
+    independent of both generated kernels, for trees of revolute and ball (spherical) joints under
+    gravity plus generalized forces tau (no other force elements).  Rounded to float at the end, so it
+    serves as the exact answer for the double-precision kernels on ill-conditioned systems such as M5
+    (axial inertia 1e-4 of the transverse: cond(M) up to 1e14 at N = 999).
+
+    Frames and numbers are the plan's (codegen.plan: body frame = canonical child joint frame, parent
+    joint frame at (s, C) in the parent's body frame, centroid rho and central inertia J' in the body
+    frame); the quaternion is renormalised in mpmath.  The articulated inertia handed to the parent is
+    symmetrised: without that, its round-off antisymmetric part doubles at every ball-jointed thin rod
+    (at 40 digits the answer is lost after about 150 rods of M5).
+    """
+    import mpmath as mpm
+    from .plan import NP_BODY, Plan
+    bad = sorted({j.type for j in model.joints} - {"revolute", "spherical"})
+    if bad or model.springs or model.point_springs or model.joint_forces or model.tau_hook is not None:
+        raise ValueError("aba_reference: revolute/spherical joints, gravity and tau only")
+    ctx = mpm.MPContext()
+    ctx.dps = dps
+    mpf, zero, one = ctx.mpf, ctx.mpf(0), ctx.mpf(1)
+    plan = Plan(model)
+    p = plan.params()
+
+    def arr(x, shape=None):
+        a = np.array([mpf(float(v)) for v in np.asarray(x, float).ravel()], dtype=object)
+        return a.reshape(shape) if shape else a
+
+    def zeros(*shape):
+        z = np.empty(shape, dtype=object)
+        z[...] = zero
+        return z
+
+    def sk(v):
+        return np.array([[zero, -v[2], v[1]], [v[2], zero, -v[0]], [-v[1], v[0], zero]], dtype=object)
+
+    def crm(v):                                   # spatial motion cross product, (angular; linear)
+        X = zeros(6, 6)
+        X[:3, :3] = X[3:, 3:] = sk(v[:3])
+        X[3:, :3] = sk(v[3:])
+        return X
+
+    nb = plan.nb
+    X, S, I = [], [], []
+    for k in range(nb):
+        o = 3 + NP_BODY * k
+        s, C, mass = arr(p[o:o + 3]), arr(p[o + 3:o + 12], (3, 3)), mpf(float(p[o + 12]))
+        rho, J = arr(p[o + 13:o + 16]), arr(p[o + 16:o + 25], (3, 3))
+        qk = [mpf(float(v)) for v in q[plan.iq[k]:plan.iq[k] + model.joints[k].nq]]
+        if plan.types[k] == "revolute":
+            c, sn = ctx.cos(qk[0]), ctx.sin(qk[0])
+            R = np.array([[c, -sn, zero], [sn, c, zero], [zero, zero, one]], dtype=object)
+            Sk = zeros(6, 1); Sk[2, 0] = one
+        else:
+            nrm = ctx.sqrt(sum(v * v for v in qk))
+            w, x, y, z = (v / nrm for v in qk)
+            R = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                          [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                          [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]], dtype=object)
+            Sk = zeros(6, 3); Sk[0, 0] = Sk[1, 1] = Sk[2, 2] = one
+        Et = C.dot(R).T                           # child axes <- parent axes
+        Xk = zeros(6, 6)
+        Xk[:3, :3] = Xk[3:, 3:] = Et
+        Xk[3:, :3] = -Et.dot(sk(s))
+        cr = sk(rho)
+        Ik = zeros(6, 6)
+        Ik[:3, :3] = J + mass * cr.dot(cr.T)
+        Ik[:3, 3:], Ik[3:, :3] = mass * cr, mass * cr.T
+        for i in range(3):
+            Ik[3 + i, 3 + i] = mass
+        X.append(Xk); S.append(Sk); I.append(Ik)
+    uu = [mpf(float(v)) for v in u]
+    tt = [mpf(float(v)) for v in (np.zeros(len(u)) if tau is None else tau)]
+    a0 = np.concatenate([zeros(3), -arr(p[0:3])])        # base acceleration -g (gravity)
+    v, c, IA, pA = [None] * nb, [None] * nb, [None] * nb, [None] * nb
+    for k in range(nb):                                   # pass 1: velocities, bias terms
+        iv, n = plan.iv[k], S[k].shape[1]
+        vJ = S[k].dot(np.array(uu[iv:iv + n], dtype=object))
+        par = plan.parent[k]
+        v[k] = (X[k].dot(v[par]) if par >= 0 else zeros(6)) + vJ
+        c[k] = crm(v[k]).dot(vJ)
+        IA[k] = I[k].copy()
+        pA[k] = -crm(v[k]).T.dot(I[k].dot(v[k]))
+    Uk, Dinv, uk = [None] * nb, [None] * nb, [None] * nb
+    for k in range(nb - 1, -1, -1):                       # pass 2: articulated inertias, tip -> root
+        iv, n = plan.iv[k], S[k].shape[1]
+        Uk[k] = IA[k].dot(S[k])
+        Dinv[k] = np.array((ctx.matrix(S[k].T.dot(Uk[k]).tolist()) ** -1).tolist(), dtype=object)
+        uk[k] = np.array(tt[iv:iv + n], dtype=object) - S[k].T.dot(pA[k])
+        par = plan.parent[k]
+        if par >= 0:
+            Ia = IA[k] - Uk[k].dot(Dinv[k]).dot(Uk[k].T)
+            Ia = (Ia + Ia.T) / 2
+            pa = pA[k] + Ia.dot(c[k]) + Uk[k].dot(Dinv[k].dot(uk[k]))
+            IA[par] = IA[par] + X[k].T.dot(Ia).dot(X[k])
+            pA[par] = pA[par] + X[k].T.dot(pa)
+    acc, ud = [None] * nb, np.zeros(len(u))
+    for k in range(nb):                                   # pass 3: accelerations, root -> tip
+        par = plan.parent[k]
+        ap = X[k].dot(acc[par] if par >= 0 else a0) + c[k]
+        x = Dinv[k].dot(uk[k] - Uk[k].T.dot(ap))
+        acc[k] = ap + S[k].dot(x)
+        ud[plan.iv[k]:plan.iv[k] + len(x)] = [float(xi) for xi in x]
+    return ud

@@ -123,18 +123,6 @@ def test_m5_ball_joints_match_recursive(m5):
         assert rel_err(mst.forward_dynamics(q, u, tau), rec.forward_dynamics(q, u, tau)) < 1e-9, trial
 
 
-def test_m5_long_chain_stays_at_round_off():
-    """161 bodies in random (crumpled) configurations: without restoring the symmetry of the Riccati
-    matrix every step, round-off grew about 2x per rod (6e-2 relative here); the recursive solver itself
-    is only good to about 1e-8 on this ill-conditioned system (axial inertia 1e-4 of the transverse)."""
-    m = branch_system(161)
-    mst, rec = get_system(m, "mstmm"), get_system(m, ref_point="origin")
-    rng = np.random.default_rng(5)
-    for trial in range(3):
-        q, u = random_state(m, rng)
-        assert rel_err(mst.forward_dynamics(q, u), rec.forward_dynamics(q, u)) < 1e-6, trial
-
-
 def test_random_revolute_ball_tree_with_force_elements():
     """A random tree of revolute (arbitrary spatial axes) and ball joints with several junctions, joint
     springs, joint forces and point springs: the same accelerations as the recursive solver."""
@@ -163,3 +151,41 @@ def test_generated_structure_is_linear_and_checked():
     assert sweep[999].count("\n") == sweep[21].count("\n")   # the tables grow with N, the code does not
     with pytest.raises(BuildError, match="revolute and spherical"):
         generated_source(random_tree(5, seed=1), "mstmm")
+
+
+def test_joint_reactions_in_the_npz(m1, tmp_path):
+    """codegen.mstmm.attach_reactions puts the joint reactions of every sample into the NPZ; the ground
+    pin's force there equals the total weight plus inertia forces, with the inertia forces taken from the
+    NPZ's own centroid trajectory (second differences, independent of the MSTMM states)."""
+    from codegen.mstmm import attach_reactions, joint_reactions
+    from codegen.system import load_result
+    mst = get_system(m1, "mstmm")
+    res = attach_reactions(mst, mst.simulate(0.3, 1e-3, "rk4"))
+    back = load_result(res.save(tmp_path / "m1.npz"))
+    F, M = back.extra["joint_force"], back.extra["joint_moment"]
+    assert F.shape == M.shape == (len(res.t), 4, 3)
+    F7, M7 = joint_reactions(mst, res.q[100], res.u[100], t=res.t[100])
+    assert np.array_equal(F[100], F7) and np.array_equal(M[100], M7)
+    dt = res.t[1] - res.t[0]
+    ac = (back.body_com[2:] - 2 * back.body_com[1:-1] + back.body_com[:-2]) / dt**2      # nt-2 x nb x 3
+    masses = np.array([m1.body(n).mass for n in back.body_names])
+    want = np.einsum("b,tbk->tk", masses, ac - m1.gravity)
+    pin = back.body_names.index("body7")
+    assert np.max(np.abs(F[1:-1, pin] - want)) < 1e-5 * np.abs(want).max()       # measured 3e-7
+    assert np.max(np.abs(M[:, :, 2])) < 1e-10 * np.abs(want).max()        # smooth revolute hinges
+
+
+def test_figures_script(tmp_path):
+    """examples/plot_mstmm_figures.py (Figs. 3 and 4 of the seed) on a short horizon and a small M5."""
+    import importlib.util
+    import os
+    spec = importlib.util.spec_from_file_location(
+        "mstmm_figures", os.path.join(os.path.dirname(__file__), "..", "examples", "plot_mstmm_figures.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.fig3(str(tmp_path), t_end=0.5) < 1e-12          # max angle difference mstmm vs recursive
+    assert mod.fig4(str(tmp_path), N=21, t_end=0.3) < 1e-12
+    for f in ("mstmm_fig3_m1.png", "mstmm_m1.npz", "mstmm_fig4_m5_N21.png", "mstmm_m5_N21.npz"):
+        assert os.path.getsize(tmp_path / f) > 5000, f
+    with np.load(tmp_path / "mstmm_m1.npz") as z:
+        assert z["joint_force"].shape == (501, 4, 3) and z["joint_moment"].shape == (501, 4, 3)

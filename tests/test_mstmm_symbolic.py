@@ -295,7 +295,8 @@ def test_riccati_step_is_eq31():
 
 
 def test_inspect_table():
-    for key in ("mstmm-body", "mstmm-ball-hinge", "mstmm-multi-hinge", "mstmm-planar-state", "mstmm-example"):
+    for key in ("mstmm-body", "mstmm-ball-hinge", "mstmm-multi-hinge", "mstmm-planar-state", "mstmm-example",
+                "mstmm-multi-body", "mstmm-multi-hinge-spatial", "mstmm-state", "mstmm-riccati"):
         out = M.INSPECT[key]()
         assert out and all(isinstance(v, (sp.MatrixBase, sp.Expr, sp.MatrixExpr)) for v in out.values())
 
@@ -329,3 +330,41 @@ def test_eq62_backward_step_body1():
     printed = sp.Matrix([xdd - 2 * a * s1 * W + 2 * a * c1 * th1d**2,
                          ydd + 2 * a * c1 * W + 2 * a * s1 * th1d**2, W])
     assert not _zero((zbI - printed)[0])
+
+
+# ------------------------------------------------------------------ spatial elements of M5 (Sect. 5.2)
+
+def _planar_at_zero_angle(Mx, rows=1, cols=1):
+    # eq 35 reduction of a spatial M5 element, planar motion (Omega = [0, 0, w]) of a rod along +x
+    w = sp.Symbol("w", real=True)
+    sub = {M.OMEGA[0]: 0, M.OMEGA[1]: 0, M.OMEGA[2]: w}
+    return M.planar_reduce(Mx.subs(sub), rows, cols), w
+
+
+def test_spatial_ball_hinge_eq10():
+    h = M.m5_ball_hinge()
+    # the moment rows of U_rod U_hinge vanish identically (eq 10: m = 0 at the outboard body's output)
+    Um = h["U_rod"] * h["U_hinge"]
+    assert_same(Um[6:9, :], sp.zeros(3, 13), "m-rows of U_rod U_ball")
+    # u_{3,2} is regular only through the axial inertia J_a; its transverse entries are the paper's -2 m a^2/3
+    assert h["u_3,2"] == sp.diag(M.J_a, -2 * m * a**2 / 3, -2 * m * a**2 / 3)
+    # reduced by eq 35 at theta = 0, the spatial ball hinge is the planar revolute hinge of eq 44
+    red, w = _planar_at_zero_angle(h["U_hinge"])
+    assert_same(red, M.example_hinge4_U().subs({M.THETA[5]: 0, M.THETAD[5]: w}), "eq 10 -> eq 44")
+
+
+def test_spatial_multi_input_body_and_multi_hinge():
+    b = M.m5_body11()
+    assert b["U"].shape == (13, 19) and b["Uhat_I1"].shape == b["Uhat_I2"].shape == (19, 13)
+    red, w = _planar_at_zero_angle(b["U"], 1, 2)
+    sub7 = {M.THETA[7]: 0, M.THETAD[7]: w}
+    assert_same(red, M.example_U7().subs(sub7), "eq 8 -> eq 49")
+    U1, U2 = M.example_Uhat8()
+    assert_same(_planar_at_zero_angle(b["Uhat_I1"], 2, 1)[0], U1.subs(sub7), "eq 12 -> eq 52")
+    assert_same(_planar_at_zero_angle(b["Uhat_I2"], 2, 1)[0], U2.subs(sub7), "eq 13 -> eq 52")
+    H1, H2 = M.example_H8()
+    Hs = b["H_O1I2"].extract([0, 1, 5], list(M.planar_index(2)))    # rows x'', y'', m_z of eq 16
+    assert_same(Hs.subs({M.OMEGA[0]: 0, M.OMEGA[1]: 0, M.OMEGA[2]: w}), H2.subs(sub7), "eq 16 -> eq 55")
+    # eq 11 with the main transfer equation: U_{11} (Uhat_I1 z_I1 + Uhat_I2 z_I2) has a zero moment row
+    assert_same((b["U"] * b["Uhat_I1"])[6:9, :], sp.zeros(3, 13), "m-rows of U11 Uhat_I1")
+    assert_same((b["U"] * b["Uhat_I2"])[6:9, :], sp.zeros(3, 13), "m-rows of U11 Uhat_I2")

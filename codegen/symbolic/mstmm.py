@@ -19,6 +19,7 @@ Contents (sympy only):
     riccati_partition, riccati_step,
     riccati_backward, riccati_initial   Riccati recursion                                   eqs 20-34
     example_*                           demonstration example (balance pendulum, models.md M1) eqs 36-55
+    m5_ball_hinge, m5_body11            spatial eq 10 and eqs 6-17 for the rods of M5 (Sect. 5.2)
 
 plus the ``INSPECT`` table used by ``mbgen inspect``.
 
@@ -602,6 +603,47 @@ def example_H8() -> Tuple[sp.Matrix, sp.Matrix]:
     return H_rm(planar=True), _S(H_O1Ik(r12, [0, 0, THETAD[7]], 2, 2, planar=True))
 
 
+# ================================================================== spatial elements of M5 (Sect. 5.2)
+
+# models.md M5 at t = 0, written with A_I = I: a thin rod of mass m and length 2a along the x axis, input
+# end I at the origin, J'_I = diag{J_a, Jz, Jz} about I (J_a: the small axial inertia that makes
+# u_{3,2} regular, see test_spatial_rod_u32_needs_axial_inertia), f_C = m g [0, -1, 0] (gravity -y),
+# angular velocity Omega = [Omega_x, Omega_y, Omega_z].
+J_a = sp.Symbol("J_a", positive=True)
+OMEGA = sp.Matrix(sp.symbols("Omega_x Omega_y Omega_z", real=True))
+
+
+def m5_rod_E(r_IO_factor=2) -> "OrderedDict[str, sp.Matrix]":
+    # Rui et al. 2020, eq 5 for the M5 rod: r_IC = [a, 0, 0], r_IO = r_IO_factor r_IC
+    r_IC = sp.Matrix([a, 0, 0])
+    return E_blocks(m, r_IC, r_IO_factor * r_IC, OMEGA, sp.eye(3), sp.diag(J_a, Jz, Jz),
+                    [0, -m * g, 0], [0, 0, 0])
+
+
+@lru_cache(maxsize=None)
+def m5_ball_hinge() -> "OrderedDict[str, sp.Matrix]":
+    # Rui et al. 2020, eq 10: the smooth ball hinge whose outboard body is an M5 rod (eq 4, 13 x 13)
+    U = U_body(m5_rod_E())
+    u = u3_blocks(U)
+    out = OrderedDict((f"u_3,{k}", _S(v)) for k, v in u.items())
+    out["U_rod"] = _S(U)
+    out["U_hinge"] = _S(U_ball_hinge(u))
+    return out
+
+
+@lru_cache(maxsize=None)
+def m5_body11() -> "OrderedDict[str, sp.Matrix]":
+    # Rui et al. 2020, eqs 6-9 and 11-17 for the multi-input body 11 of M5 (Fig. 1): input I1 at its -x end
+    # (origin), I2 at its +x end (r_{I1 I2} = [2a, 0, 0], eq 9), output O at its centre (r_IO = r_IC)
+    E = m5_rod_E(r_IO_factor=1)
+    r12 = sp.Matrix([2 * a, 0, 0])
+    U = U_body_multi(E, [r12])                                        # eq 8, 13 x 19
+    u = u3_blocks(U, SPATIAL, layout(2, False))
+    return OrderedDict([("E_I2", E_Ij(r12)), ("U", _S(U)),
+                        ("Uhat_I1", _S(Uhat_I1(u, 2))), ("Uhat_I2", _S(Uhat_Ik(u, 2, 2))),   # eqs 12-13
+                        ("H_rm", H_rm()), ("H_O1I2", _S(H_O1Ik(r12, OMEGA, 2, 2)))])          # eqs 16-17
+
+
 # ================================================================== INSPECT table (mbgen inspect)
 
 def _names_matrix(kind):
@@ -644,11 +686,33 @@ def _inspect_body():
 
 
 def _inspect_ball_hinge():
+    h = m5_ball_hinge()
+    out = OrderedDict()
+    for k in range(1, 6):
+        out[f"u_3,{k} (outboard M5 rod, A_I = I)"] = h[f"u_3,{k}"]
+    out["U_j smooth ball hinge, spatial (eq 10)"] = h["U_hinge"]
     u = u3_blocks(example_U_rod(5), PLANAR, PLANAR)
-    out = OrderedDict((f"u_3,{k} (body 5, reduced)", v) for k, v in u.items())
-    out["U_4 planar revolute (eqs 10, 44)"] = example_hinge4_U()
-    out["U fixed hinge"] = U_fixed_hinge(PLANAR)
+    for k, v in u.items():
+        out[f"u_3,{k} (body 5 of M1, reduced)"] = v
+    out["U_4 planar revolute hinge (eqs 10, 44)"] = example_hinge4_U()
+    out["U fixed hinge, planar (identity)"] = U_fixed_hinge(PLANAR)
     return out
+
+
+def _inspect_multi_body():
+    b = m5_body11()
+    return OrderedDict([("E_I2 = -r~_{I1 I2} (eq 9), M5 body 11", b["E_I2"]),
+                        ("z_{I1-I2} (eq 6, reconstructed)",
+                         sp.Matrix([sp.Symbol(n) for n in extended_state_names(2)[:-1]] + [1])),
+                        ("U_{11,I1-I2} (eqs 7-8), M5 body 11, A_I = I", b["U"])])
+
+
+def _inspect_multi_hinge_spatial():
+    b = m5_body11()
+    return OrderedDict([("Uhat_{j,I1} (eq 12), M5 body 11", b["Uhat_I1"]),
+                        ("Uhat_{j,I2} (eq 13), M5 body 11", b["Uhat_I2"]),
+                        ("H_{r'',m} (eq 16)", b["H_rm"]),
+                        ("H_{O1,I2} (eqs 14-17), M5 body 11", b["H_O1I2"])])
 
 
 def _inspect_multi_hinge():
@@ -702,6 +766,8 @@ INSPECT = {
     "mstmm-body": _inspect_body,
     "mstmm-ball-hinge": _inspect_ball_hinge,
     "mstmm-multi-hinge": _inspect_multi_hinge,
+    "mstmm-multi-body": _inspect_multi_body,
+    "mstmm-multi-hinge-spatial": _inspect_multi_hinge_spatial,
     "mstmm-planar-state": _inspect_planar_state,
     "mstmm-state": _inspect_state,
     "mstmm-riccati": _inspect_riccati,
