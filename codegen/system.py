@@ -97,6 +97,14 @@ class System:
         _, _, en = self.kernel.outputs_at(np.concatenate([q, u])[None, :])
         return float(en[0, 0]), float(en[0, 1])
 
+    def joint_reactions(self, q, u, tau=None, t: float = 0.0):
+        """(F, M), nb x 3 each, world frame: force and moment (about the joint point) that the parent exerts
+        on each body through its joint. Algorithm 'mstmm' only: the internal forces of its state vectors
+        (Rui et al. eq 1)."""
+        from .mstmm import joint_reactions
+        q, u = self._qu(q, u)
+        return joint_reactions(self, q, u, tau, t)
+
     def body_poses(self, q):
         """World centroid (nb x 3) and orientation quaternion w, x, y, z (nb x 4) of every body."""
         q, _ = self._qu(q, np.zeros(self.nv))
@@ -159,9 +167,13 @@ class System:
                 "wall_time_s": wall, "rhs_evaluations": int(stats[0]), "steps": int(stats[1]),
                 "rejected_steps": int(stats[2]), "build_key": self.build_info["key"],
                 "versions": _versions()}
-        return Result(ts, X[:, :self.nq].copy(), X[:, self.nq:].copy(), list(self.coord_names),
-                      list(self.velocity_names), list(self.body_names), com, quat, en[:, 0].copy(),
-                      en[:, 1].copy(), meta)
+        res = Result(ts, X[:, :self.nq].copy(), X[:, self.nq:].copy(), list(self.coord_names),
+                     list(self.velocity_names), list(self.body_names), com, quat, en[:, 0].copy(),
+                     en[:, 1].copy(), meta)
+        if self.algorithm == "mstmm":             # NPZ: joint_force, joint_moment (nt x nb x 3)
+            from .mstmm import attach_reactions
+            attach_reactions(self, res)
+        return res
 
 
 def _versions():

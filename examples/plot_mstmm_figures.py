@@ -25,7 +25,6 @@ sys.path.insert(0, os.path.join(HERE, ".."))          # run from a checkout with
 
 import codegen  # noqa: E402
 from codegen.models import branch_system  # noqa: E402
-from codegen.mstmm import attach_reactions  # noqa: E402
 
 
 def _plt():
@@ -70,7 +69,6 @@ def _run(model, t_end, dt):
 def fig3(out_dir, t_end=2.0, dt=1e-3):
     model = codegen.load_model(os.path.join(HERE, "balance_pendulum.yaml"))
     mst, a, b = _run(model, t_end, dt)
-    attach_reactions(mst, a)
     npz = a.save(os.path.join(out_dir, "mstmm_m1.npz"))
     ta, tb = m1_angles(a), m1_angles(b)
     diff = max(float(np.max(np.abs(ta[i] - tb[i]))) for i in ta)

@@ -154,17 +154,16 @@ def test_generated_structure_is_linear_and_checked():
 
 
 def test_joint_reactions_in_the_npz(m1, tmp_path):
-    """codegen.mstmm.attach_reactions puts the joint reactions of every sample into the NPZ; the ground
+    """An mstmm simulation puts the joint reactions of every sample into the NPZ; the ground
     pin's force there equals the total weight plus inertia forces, with the inertia forces taken from the
     NPZ's own centroid trajectory (second differences, independent of the MSTMM states)."""
-    from codegen.mstmm import attach_reactions, joint_reactions
     from codegen.system import load_result
     mst = get_system(m1, "mstmm")
-    res = attach_reactions(mst, mst.simulate(0.3, 1e-3, "rk4"))
+    res = mst.simulate(0.3, 1e-3, "rk4")
     back = load_result(res.save(tmp_path / "m1.npz"))
     F, M = back.extra["joint_force"], back.extra["joint_moment"]
     assert F.shape == M.shape == (len(res.t), 4, 3)
-    F7, M7 = joint_reactions(mst, res.q[100], res.u[100], t=res.t[100])
+    F7, M7 = mst.joint_reactions(res.q[100], res.u[100], t=res.t[100])
     assert np.array_equal(F[100], F7) and np.array_equal(M[100], M7)
     dt = res.t[1] - res.t[0]
     ac = (back.body_com[2:] - 2 * back.body_com[1:-1] + back.body_com[:-2]) / dt**2      # nt-2 x nb x 3
