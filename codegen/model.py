@@ -404,15 +404,18 @@ def validate(model: Model) -> None:
         if b.name not in children:
             raise ModelError(f"body '{b.name}' has no parent joint: every body must be connected "
                              f"to '{GROUND}' through joints", src, f"bodies[{b.name}]")
-    # every body must reach ground without a cycle
+    # every body must reach ground without a cycle (each body walked once: O(n))
+    grounded = {GROUND}
     for b in model.bodies:
-        seen, cur = set(), b.name
-        while cur != GROUND:
+        path, seen, cur = [], set(), b.name
+        while cur not in grounded:
             if cur in seen:
                 raise ModelError(f"joints form a cycle through body '{cur}' (a tree is required; cut "
                                  "loops are a later algorithm's job)", src, f"joints[{children[cur].name}].parent")
             seen.add(cur)
+            path.append(cur)
             cur = children[cur].parent
+        grounded.update(path)
     _order_joints(model, children)
 
     joints = {j.name: j for j in model.joints}
