@@ -119,7 +119,7 @@ def render(plan: Plan, algorithm: str, options: dict, key: str) -> str:
         version=__version__, build_hash=key, model_name=plan.model.name, algorithm=algorithm,
         options=", ".join(f"{k}={v}" for k, v in options.items()) or "-", options_repr=repr(options),
         nb=nb, nq=plan.nq, nv=nv, np=plan.np, npb=NP_BODY, roadmap=plan.roadmap(), segments=plan.segments,
-        parent=plan.parent, iq=plan.iq, iv=plan.iv, quat=plan.quat_offsets, body_names=repr(plan.body_names),
+        parent=plan.parent, iq=plan.iq, iv=plan.iv, quat=plan.quat_offsets, body_names=repr("\x1f".join(plan.body_names)),
         jcalc={t: jcalc_code(t) for t in plan.joint_types_used}, forces=plan.forces, work_size=work,
         types_nv=[(t, JOINT_TYPES[t][1]) for t in plan.joint_types_used],
         **options, **extra)
