@@ -14,14 +14,16 @@ BAD_INPUT = 2
 
 
 def _model(spec: str):
-    """A YAML file, 'chain:N', or a builtin name (balance_pendulum, arm7, humanoid)."""
+    """A YAML file, 'chain:N', 'branch:N', or a builtin name (balance_pendulum, arm7, humanoid)."""
     from .model import ModelError, load_model
     from .models import BUILTIN, from_spec
-    if spec.startswith("chain:"):
+    if spec.startswith(("chain:", "branch:")):
         try:
-            return from_spec(spec)
+            m = from_spec(spec)
         except ValueError as e:
             raise ModelError(str(e), spec, "N") from None
+        m.source = spec
+        return m
     if not os.path.exists(spec) and spec in BUILTIN:
         return from_spec(spec)
     return load_model(spec)
@@ -147,7 +149,8 @@ def parser():
     sub = p.add_subparsers(dest="cmd", required=True)
 
     def model_args(sp_, build=True):
-        sp_.add_argument("model", help="model YAML file, 'chain:N', or a builtin (balance_pendulum, arm7, humanoid)")
+        sp_.add_argument("model", help="model YAML file, 'chain:N' (n-link chain), 'branch:N' (M5, N odd >= 13), "
+                         "or a builtin (balance_pendulum, arm7, humanoid)")
         if build:
             sp_.add_argument("--algorithm", default="recursive", choices=list(ALGORITHMS) + ["rancf"],
                              help="rancf: flexible-beam models (recursive ANCF; 'recursive' maps to it too)")

@@ -188,12 +188,18 @@ def random_state(model: Model, rng):
 
 
 BUILTIN = {"balance_pendulum": balance_pendulum, "arm7": arm7, "humanoid": humanoid}
+SIZED = {"chain": lambda n: chain(n), "branch": lambda n: branch_system(n)}     # 'chain:N', 'branch:N'
 
 
 def from_spec(spec: str) -> Model:
-    """'chain:N' or a builtin name."""
-    if spec.startswith("chain:"):
-        return chain(int(spec.split(":", 1)[1]))
+    """'chain:N' (n-link chain), 'branch:N' (M5 with bodies 1, 3, ..., N) or a builtin name."""
+    kind, _, n = spec.partition(":")
+    if kind in SIZED and n:
+        try:
+            n = int(n)
+        except ValueError:
+            raise ValueError(f"expected an integer after '{kind}:', got '{n}'") from None
+        return SIZED[kind](n)
     return BUILTIN[spec]()
 
 
