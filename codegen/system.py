@@ -105,6 +105,16 @@ class System:
         q, u = self._qu(q, u)
         return joint_reactions(self, q, u, tau, t)
 
+    def connection_states(self, q, u, tau=None, t: float = 0.0) -> dict:
+        """Algorithm 'mstmm' only: the MSTMM state vector z = [r'', Omega', m, q] (Rui et al. eq 1) at every
+        joint, world frame, rows in body order: {"acc": r'' of the joint point, "alpha": Omega' of the
+        child body, "moment": m, "force": q} (nb x 3 each; the parent exerts -q and +m on the child)."""
+        if not hasattr(self.kernel, "mstmm_states"):
+            raise ValueError("connection states come from the mstmm kernels: build with algorithm='mstmm'")
+        q, u = self._qu(q, u)
+        z = self.kernel.mstmm_states(q, u, tau, t)
+        return {"acc": z[:, 0:3], "alpha": z[:, 3:6], "moment": z[:, 6:9], "force": z[:, 9:12]}
+
     def body_poses(self, q):
         """World centroid (nb x 3) and orientation quaternion w, x, y, z (nb x 4) of every body."""
         q, _ = self._qu(q, np.zeros(self.nv))

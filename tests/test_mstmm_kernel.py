@@ -188,3 +188,27 @@ def test_figures_script(tmp_path):
         assert os.path.getsize(tmp_path / f) > 5000, f
     with np.load(tmp_path / "mstmm_m1.npz") as z:
         assert z["joint_force"].shape == (501, 4, 3) and z["joint_moment"].shape == (501, 4, 3)
+
+
+def test_connection_states_are_accelerations_and_forces(m1, rng):
+    """System.connection_states (the state vectors z of eq 1): the angular accelerations are the sums of
+    the recursive solver's joint accelerations along the path, the ground pin's point does not move, and
+    hinge 1's point (end I1 of body 7) has the rigid-body acceleration of body 7 there."""
+    mst, rec = get_system(m1, "mstmm"), get_system(m1)
+    q, u = random_state(m1, rng)
+    ud = rec.forward_dynamics(q, u)
+    z = mst.connection_states(q, u)
+    names, iv = mst.body_names, {c: k for k, c in enumerate(m1.velocity_names)}
+    a = {n: ud[iv[f"{j}.rate"]] for n, j in (("7", "pin7"), ("1", "hinge1"), ("5", "hinge5"), ("3", "hinge3"))}
+    want = {"body7": a["7"], "body1": a["7"] + a["1"], "body5": a["7"] + a["5"], "body3": a["7"] + a["5"] + a["3"]}
+    for body, alpha in want.items():
+        assert np.allclose(z["alpha"][names.index(body)], [0, 0, alpha], rtol=0, atol=1e-12 * np.abs(ud).max())
+    assert np.allclose(z["acc"][names.index("body7")], 0, atol=1e-12)
+    th, w = q[m1.coord_names.index("pin7.angle")], u[iv["pin7.rate"]]
+    p = -0.5 * np.array([np.cos(th), np.sin(th)])
+    acc = a["7"] * np.array([-p[1], p[0]]) - w ** 2 * p
+    assert np.allclose(z["acc"][names.index("body1")][:2], acc, rtol=0, atol=1e-12 * np.abs(acc).max())
+    F, M = mst.joint_reactions(q, u)
+    assert np.array_equal(F, -z["force"]) and np.array_equal(M, z["moment"])
+    with pytest.raises(ValueError, match="mstmm"):
+        rec.connection_states(q, u)
