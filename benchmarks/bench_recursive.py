@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
-import math
 import os
 import platform
 import shutil

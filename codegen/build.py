@@ -160,47 +160,49 @@ def build_module(model: Model, algorithm: str = "recursive", cache_dir=None, pro
 
     Returns (module, info) where info holds the key, paths and timings.
     """
-    from filelock import FileLock
-
     options = resolve_options(algorithm, **options)
     if algorithm == "dense" and model.nv > DENSE_MAX_NV:
         raise BuildError(f"the dense method stores an nv x nv mass matrix; nv = {model.nv} exceeds "
                          f"{DENSE_MAX_NV}: use --algorithm recursive")
     key = build_key(model, algorithm, options)
+    return cached_module(key, f"mbgen_{algorithm}_{key}", f"build {model.name} [{algorithm}]",
+                         lambda: render(Plan(model), algorithm, options, key), cache_dir, progress)
+
+
+def cached_module(key: str, modname: str, label: str, source, cache_dir=None, progress: bool = False):
+    """Import module `modname` from cache entry `key`, first rendering `source()` and compiling it there if
+    the entry is missing. Under a file lock; the entry folder appears complete or not at all."""
+    from filelock import FileLock
+
     cache = Path(cache_dir) if cache_dir else default_cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
-    modname = f"mbgen_{algorithm}_{key}"
     target = cache / key
-    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    so_path = target / (modname + suffix)
+    so_path = target / (modname + (sysconfig.get_config_var("EXT_SUFFIX") or ".so"))
     info = {"key": key, "module": modname, "path": str(so_path), "cache_dir": str(cache), "hit": True,
             "generate_s": 0.0, "compile_s": 0.0}
     if not so_path.exists():
         with FileLock(str(cache / f"{key}.lock")):
             if not so_path.exists():
                 info["hit"] = False
-                _build_into(model, algorithm, options, key, modname, target, info, progress)
-    spec = importlib.util.spec_from_file_location(modname, so_path)
+                _build_into(source, modname, target, info, label, progress)
     mod = sys.modules.get(modname)
     if mod is None:
+        spec = importlib.util.spec_from_file_location(modname, so_path)
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
         sys.modules[modname] = mod
     return mod, info
 
 
-def _build_into(model, algorithm, options, key, modname, target, info, progress):
+def _build_into(source, modname, target, info, label, progress):
     from tqdm import tqdm
-    bar = tqdm(total=3, desc=f"build {model.name} [{algorithm}]", unit="step", disable=not progress,
-               leave=False)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=str(target.parent)))
-    try:
+    key = target.name
+    with tqdm(total=3, desc=label, unit="step", disable=not progress, leave=False) as bar:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=str(target.parent)))
         t0 = time.perf_counter()
         bar.set_postfix_str("derive + render")
-        plan = Plan(model)
-        src = render(plan, algorithm, options, key)
         pyx = tmp / f"{modname}.pyx"
-        pyx.write_text(src)
+        pyx.write_text(source())
         info["generate_s"] = time.perf_counter() - t0
         bar.update(1)
         bar.set_postfix_str("cython + cc")
@@ -212,21 +214,16 @@ def _build_into(model, algorithm, options, key, modname, target, info, progress)
                              f"{_cython_errors(pyx)}") from e
         info["compile_s"] = time.perf_counter() - t1
         bar.update(1)
-        final = target
         staging = Path(tempfile.mkdtemp(prefix=f".{key}.stage.", dir=str(target.parent)))
         for f in (pyx, tmp / f"{modname}.c", built):
             if f.exists():
                 shutil.copy2(f, staging / f.name)
         (staging / "build.json").write_text(json.dumps({k: v for k, v in info.items() if k != "hit"}, indent=1))
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(staging, final)            # atomic: the folder appears complete or not at all
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(staging, target)            # atomic: the folder appears complete or not at all
         bar.update(1)
         shutil.rmtree(tmp, ignore_errors=True)
-    except BaseException:
-        bar.close()
-        raise
-    bar.close()
 
 
 def _cython_errors(pyx: Path) -> str:

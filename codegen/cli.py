@@ -5,7 +5,6 @@ Exit status: 0 success, 2 bad input (model file, options), 1 internal failure.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time

@@ -52,14 +52,9 @@ reported as ``energy_gravity`` is -F_E . e summed over the elements: gravity (eq
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import math
 import os
-import shutil
-import sys
-import sysconfig
-import tempfile
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -623,48 +618,10 @@ def build_key(model: BeamModel) -> str:
 
 def build_module(model: BeamModel, cache_dir=None, progress: bool = False):
     """Generate + compile (or load from the cache) the rancf kernel module of a beam model."""
-    from filelock import FileLock
-    from .build import BuildError, _compile, _cython_errors, default_cache_dir
+    from .build import cached_module
     key = build_key(model)
-    cache = Path(cache_dir) if cache_dir else default_cache_dir()
-    cache.mkdir(parents=True, exist_ok=True)
-    modname = f"mbgen_rancf_{key}"
-    target = cache / key
-    so_path = target / (modname + (sysconfig.get_config_var("EXT_SUFFIX") or ".so"))
-    info = {"key": key, "module": modname, "path": str(so_path), "cache_dir": str(cache), "hit": True,
-            "generate_s": 0.0, "compile_s": 0.0}
-    if not so_path.exists():
-        with FileLock(str(cache / f"{key}.lock")):
-            if not so_path.exists():
-                info["hit"] = False
-                tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=str(cache)))
-                t0 = time.perf_counter()
-                pyx = tmp / f"{modname}.pyx"
-                pyx.write_text(render(model.plan, key))
-                info["generate_s"] = time.perf_counter() - t0
-                t1 = time.perf_counter()
-                try:
-                    built = _compile(pyx, tmp, modname, quiet=True)
-                except Exception as e:
-                    raise BuildError(f"compiling {pyx.name} failed; the sources are kept in {tmp}\n"
-                                     f"{_cython_errors(pyx)}") from e
-                info["compile_s"] = time.perf_counter() - t1
-                staging = Path(tempfile.mkdtemp(prefix=f".{key}.stage.", dir=str(cache)))
-                for f in (pyx, tmp / f"{modname}.c", built):
-                    if f.exists():
-                        shutil.copy2(f, staging / f.name)
-                (staging / "build.json").write_text(json.dumps({k: v for k, v in info.items() if k != "hit"}))
-                if target.exists():
-                    shutil.rmtree(target)
-                os.replace(staging, target)
-                shutil.rmtree(tmp, ignore_errors=True)
-    mod = sys.modules.get(modname)
-    if mod is None:
-        spec = importlib.util.spec_from_file_location(modname, so_path)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        sys.modules[modname] = mod
-    return mod, info
+    return cached_module(key, f"mbgen_rancf_{key}", f"build {model.name} [rancf]",
+                         lambda: render(model.plan, key), cache_dir, progress)
 
 
 def generated_source(model: BeamModel) -> str:

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .model import Body, Joint, JointSpringDamper, Model, Placement, rot_axis_angle
+from .model import Body, Joint, JointSpringDamper, Model, Placement
 
 AXIAL = 1e-3 / 12
 

@@ -5,7 +5,6 @@
     python examples/make_branch_system.py 21 -o /tmp/branch21.yaml
 """
 import argparse
-import json
 import os
 import sys
 

@@ -1,6 +1,5 @@
 """Integrators and conservation laws; M1 against an independent sympy Lagrange derivation."""
 import numpy as np
-import pytest
 import sympy as sp
 
 import codegen

@@ -5,7 +5,7 @@ import sympy as sp
 
 from codegen.model import JOINT_TYPES
 from codegen.symbolic import spatial
-from codegen.symbolic.joints import joint_model, skew, vee
+from codegen.symbolic.joints import joint_model, skew
 
 
 def _num(jm, q, u):

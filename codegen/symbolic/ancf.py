@@ -332,7 +332,7 @@ def cython_function(name: str = "ancf_beam_elastic", what: Sequence[str] = ("F_E
         args.append("double* J")
     lines = ["# needs: from libc.math cimport sqrt, pow   and   # cython: cdivision=True",
              f"cdef void {name}({', '.join(args)}) noexcept nogil:",
-             f"    # Hu & Wang 2016, eq 7: F = dU/de (F[0..7]) and J = dF/de (J[0..63], row-major)"]
+             "    # Hu & Wang 2016, eq 7: F = dU/de (F[0..7]) and J = dF/de (J[0..63], row-major)"]
     locs = c_locals(assigns)
     for i in range(0, len(locs), 12):
         lines.append("    cdef double " + ", ".join(locs[i:i + 12]))
