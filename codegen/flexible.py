@@ -723,9 +723,9 @@ class BeamSystem:
         """Integrate from the straight initial configuration (or q0, u0) to t_end, sampling every dt.
 
         rk4: fixed steps dt/substeps; dopri5: adaptive (rtol, atol, h_max), dense output at the samples;
-        hht: implicit HHT-alpha (alpha in [-1/3, 0], Newton iterations with the analytical elastic
-        Jacobian, the iteration matrix Omega + beta h^2 (1+alpha) K factored by the same O(n) recursion),
-        fixed step dt/substeps.
+        hht: implicit HHT-alpha (alpha in [-1/3, 0], modified Newton iterations with the analytical elastic
+        Jacobian, the iteration matrix Omega + beta h^2 (1+alpha) K factored by the same O(n) recursion and
+        reused across iterations and steps until the convergence slows), fixed step dt/substeps.
         """
         from tqdm import tqdm
         from .system import _versions
@@ -749,6 +749,7 @@ class BeamSystem:
         h = min(dt, 1e-3) if h_max is None else min(dt, h_max)
         t = 0.0
         acc = None
+        nfact = 0
         wall = time.perf_counter()
         with tqdm(total=ns, desc=f"simulate {self.model.name}", unit="sample", disable=not progress,
                   leave=False) as bar:
@@ -771,6 +772,7 @@ class BeamSystem:
                                                         newton_tol, max_newton)
                     X[k + 1:k + 1 + m] = out
                     stats += np.asarray(st)
+                    nfact += self.kernel.hht_nfact
                 k += m
                 bar.update(m)
         wall = time.perf_counter() - wall
@@ -787,6 +789,7 @@ class BeamSystem:
                 "rejected_steps": int(stats[2]) if integrator == "dopri5" else 0,
                 "newton_iterations": int(stats[2]) if integrator == "hht" else None,
                 "newton_not_converged": int(stats[3]) if integrator == "hht" else None,
+                "newton_factorizations": nfact if integrator == "hht" else None,
                 "build_key": self.build_info["key"], "versions": _versions()}
         ang = np.zeros((len(ts), len(self.body_names)))
         nel = {bm.name: bm.elements for bm in self.model.beams}
