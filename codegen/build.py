@@ -131,7 +131,7 @@ def _compile(pyx: Path, build_dir: Path, modname: str, quiet: bool) -> Path:
     from setuptools import Distribution, Extension
     from setuptools.command.build_ext import build_ext
 
-    ext = Extension(modname, [str(pyx)], extra_compile_args=["-O2", "-fno-math-errno", "-w"])
+    ext = Extension(modname, [str(pyx)], extra_compile_args=["-O3", "-fno-math-errno", "-w"])
     exts = cythonize([ext], quiet=True, language_level=3,
                      compiler_directives={"boundscheck": False, "wraparound": False, "cdivision": True})
     dist = Distribution({"name": modname, "ext_modules": exts})
