@@ -55,7 +55,6 @@ import hashlib
 import json
 import math
 import os
-import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -727,8 +726,7 @@ class BeamSystem:
         Jacobian, the iteration matrix Omega + beta h^2 (1+alpha) K factored by the same O(n) recursion and
         reused across iterations and steps until the convergence slows), fixed step dt/substeps.
         """
-        from tqdm import tqdm
-        from .system import _versions
+        from .system import _versions, integrate_chunks
         if integrator not in INTEGRATORS:
             raise ValueError(f"integrator '{integrator}' not one of {', '.join(INTEGRATORS)}")
         if not (dt > 0 and t_end > 0 and math.isfinite(dt) and math.isfinite(t_end)):
@@ -742,40 +740,18 @@ class BeamSystem:
         x = np.concatenate([q, u])
         ns = int(round(t_end / dt))
         ts = np.arange(ns + 1) * dt
-        X = np.empty((ns + 1, 2 * self.nq))
-        X[0] = x
-        chunk = max(1, ns // 100)
-        stats = np.zeros(4, dtype=np.int64)
-        h = min(dt, 1e-3) if h_max is None else min(dt, h_max)
-        t = 0.0
-        acc = None
-        nfact = 0
-        wall = time.perf_counter()
-        with tqdm(total=ns, desc=f"simulate {self.model.name}", unit="sample", disable=not progress,
-                  leave=False) as bar:
-            k = 0
-            while k < ns:
-                m = min(chunk, ns - k)
-                if integrator == "rk4":
-                    X[k + 1:k + 1 + m] = self.kernel.integrate_rk4(ts[k], x, dt / substeps, m, substeps)
-                    stats[0] += 4 * m * substeps
-                    stats[1] += m * substeps
-                elif integrator == "dopri5":
-                    out, t, h, st = self.kernel.integrate_dopri5(t, x, h, ts[k + 1:k + 1 + m], rtol, atol,
-                                                                 h_max if h_max else t_end)
-                    X[k + 1:k + 1 + m] = out
-                    stats[:3] += np.asarray(st)
-                else:
-                    if acc is None:
-                        acc = self.kernel.forward_dynamics(x[:self.nq].copy(), x[self.nq:].copy(), None, 0)
-                    out, st = self.kernel.integrate_hht(ts[k], x, acc, dt / substeps, m, substeps, alpha,
-                                                        newton_tol, max_newton)
-                    X[k + 1:k + 1 + m] = out
-                    stats += np.asarray(st)
-                    nfact += self.kernel.hht_nfact
-                k += m
-                bar.update(m)
-        wall = time.perf_counter() - wall
+        acc, nfact = None, 0
+
+        def hht(t0, x, m):                    # m samples of HHT-alpha (the state x is updated in place)
+            nonlocal acc, nfact
+            if acc is None:
+                acc = self.kernel.forward_dynamics(x[:self.nq].copy(), x[self.nq:].copy(), None, 0)
+            out = self.kernel.integrate_hht(t0, x, acc, dt / substeps, m, substeps, alpha, newton_tol, max_newton)
+            nfact += self.kernel.hht_nfact
+            return out
+
+        X, stats, wall = integrate_chunks(self.kernel, x, ts, integrator, substeps, rtol, atol, h_max,
+                                          f"simulate {self.model.name}", progress, other=hht)
         if integrator == "hht" and stats[3]:
             import warnings
             warnings.warn(f"HHT: {int(stats[3])} of {int(stats[1])} steps stopped at {max_newton} Newton iterations "

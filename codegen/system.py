@@ -134,7 +134,6 @@ class System:
         samples by dense output. The whole loop runs in compiled code; the Python side only hands out
         chunks so that a progress bar can move.
         """
-        from tqdm import tqdm
         if integrator not in INTEGRATORS:
             raise ValueError(f"integrator '{integrator}' not one of {', '.join(INTEGRATORS)}")
         if not (dt > 0 and t_end > 0 and math.isfinite(dt) and math.isfinite(t_end)):
@@ -146,30 +145,8 @@ class System:
         x = np.concatenate([q, u])
         ns = int(round(t_end / dt))
         ts = np.arange(ns + 1) * dt
-        X = np.empty((ns + 1, self.nq + self.nv))
-        X[0] = x
-        chunk = max(1, ns // 100)
-        stats = np.zeros(3, dtype=np.int64)
-        wall = time.perf_counter()
-        h = min(dt, 1e-3) if h_max is None else min(dt, h_max)
-        t = 0.0
-        with tqdm(total=ns, desc=f"simulate {self.model.name}", unit="sample", disable=not progress,
-                  leave=False) as bar:
-            k = 0
-            while k < ns:
-                m = min(chunk, ns - k)
-                if integrator == "rk4":
-                    X[k + 1:k + 1 + m] = self.kernel.integrate_rk4(ts[k], x, dt / substeps, m, substeps)
-                    stats[0] += 4 * m * substeps
-                    stats[1] += m * substeps
-                else:
-                    out, t, h, st = self.kernel.integrate_dopri5(t, x, h, ts[k + 1:k + 1 + m], rtol, atol,
-                                                                 h_max if h_max else t_end)
-                    X[k + 1:k + 1 + m] = out
-                    stats += np.asarray(st)
-                k += m
-                bar.update(m)
-        wall = time.perf_counter() - wall
+        X, stats, wall = integrate_chunks(self.kernel, x, ts, integrator, substeps, rtol, atol, h_max,
+                                          f"simulate {self.model.name}", progress)
         com, quat, en = self.kernel.outputs_at(X)
         meta = {"model": self.model.source, "model_name": self.model.name, "algorithm": self.algorithm,
                 "options": self.options, "integrator": integrator, "dt": dt, "t_end": t_end,
@@ -184,6 +161,42 @@ class System:
             from .mstmm import attach_reactions
             attach_reactions(self, res)
         return res
+
+
+def integrate_chunks(kernel, x, ts, integrator, substeps, rtol, atol, h_max, label, progress, other=None):
+    """Run a compiled integrator from state x over the sample times ts (ts[0] = 0) in about 100 chunks, so
+    that a progress bar can move; every step runs inside the kernel. Returns (X, stats, wall seconds):
+    X the state at each sample, stats [rhs evaluations, steps, rejected steps or Newton iterations, ...].
+    ``other(t0, x, m) -> (states, stats)`` integrates m samples for an integrator besides rk4 and dopri5."""
+    from tqdm import tqdm
+    ns, dt, t_end = len(ts) - 1, ts[1] - ts[0], ts[-1]
+    X = np.empty((ns + 1, len(x)))
+    X[0] = x
+    chunk = max(1, ns // 100)
+    stats = np.zeros(4, dtype=np.int64)
+    h = min(dt, 1e-3) if h_max is None else min(dt, h_max)
+    t = 0.0
+    wall = time.perf_counter()
+    with tqdm(total=ns, desc=label, unit="sample", disable=not progress, leave=False) as bar:
+        k = 0
+        while k < ns:
+            m = min(chunk, ns - k)
+            if integrator == "rk4":
+                X[k + 1:k + 1 + m] = kernel.integrate_rk4(ts[k], x, dt / substeps, m, substeps)
+                stats[0] += 4 * m * substeps
+                stats[1] += m * substeps
+            elif integrator == "dopri5":
+                out, t, h, st = kernel.integrate_dopri5(t, x, h, ts[k + 1:k + 1 + m], rtol, atol,
+                                                        h_max if h_max else t_end)
+                X[k + 1:k + 1 + m] = out
+                stats[:3] += np.asarray(st)
+            else:
+                out, st = other(ts[k], x, m)
+                X[k + 1:k + 1 + m] = out
+                stats += np.asarray(st)
+            k += m
+            bar.update(m)
+    return X, stats, time.perf_counter() - wall
 
 
 def _versions():
