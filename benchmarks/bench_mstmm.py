@@ -49,6 +49,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))           # tests/peers.py: the p
 import codegen  # noqa: E402
 from codegen.models import branch_system, chain  # noqa: E402
 from codegen.plan import NP_BODY, Plan  # noqa: E402
+from bench_recursive import python_batch  # noqa: E402  (benchmarks/, the script's folder)
 
 PIN_BYTES_PER_N3 = 66.0
 
@@ -66,15 +67,6 @@ def per_call(run, target: float, batches: int) -> float:
     est = run(1)
     reps = max(1, int(target / max(est, 1e-9)))
     return float(np.median([run(reps) for _ in range(batches)]))
-
-
-def python_loop(f):
-    def run(reps):
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            f()
-        return (time.perf_counter() - t0) / reps
-    return run
 
 
 def bench_state(model, seed: int):
@@ -181,7 +173,7 @@ def run_model(model, label, args, verify_ref: bool):
         if ref is not None:
             row["err_vs_reference"]["pin"] = rel(a, ref)
         row["pin"] = {"rel_vs_mstmm": rel(a, acc["mstmm"]),
-                      "fd_s": per_call(python_loop(lambda: pin.aba(peer.model, peer.data, pq, u, tau0)),
+                      "fd_s": per_call(python_batch(lambda: pin.aba(peer.model, peer.data, pq, u, tau0)),
                                        args.batch_time, args.repeats)}
         del peer
     # MuJoCo
@@ -205,7 +197,7 @@ def run_model(model, label, args, verify_ref: bool):
 
             def fwd():
                 mujoco.mj_forward(mm, md)
-            r["fd_s"] = per_call(python_loop(fwd), args.batch_time, args.repeats)
+            r["fd_s"] = per_call(python_batch(fwd), args.batch_time, args.repeats)
 
             q0, u0 = model.initial_state()
 

@@ -56,9 +56,9 @@ def cmd_simulate(args):
     m = _model(args.model)
     if not (args.t_end > 0 and args.dt > 0):
         raise ValueError("--t-end and --dt must be positive")
-    s = build(m, args.algorithm, cache_dir=args.cache_dir, progress=not args.quiet, **_options(args))
     if args.integrator == "hht" and not hasattr(m, "beams"):
         raise ValueError("--integrator hht is only available for flexible-beam (rancf) models")
+    s = build(m, args.algorithm, cache_dir=args.cache_dir, progress=not args.quiet, **_options(args))
     extra = {"alpha": args.hht_alpha} if args.integrator == "hht" else {}
     res = s.simulate(args.t_end, args.dt, integrator=args.integrator, rtol=args.rtol, atol=args.atol,
                      substeps=args.substeps, progress=not args.quiet, **extra)

@@ -726,20 +726,12 @@ class BeamSystem:
         Jacobian, the iteration matrix Omega + beta h^2 (1+alpha) K factored by the same O(n) recursion and
         reused across iterations and steps until the convergence slows), fixed step dt/substeps.
         """
-        from .system import _versions, integrate_chunks
+        from .system import _versions, integrate_chunks, start_state
         if integrator not in INTEGRATORS:
             raise ValueError(f"integrator '{integrator}' not one of {', '.join(INTEGRATORS)}")
-        if not (dt > 0 and t_end > 0 and math.isfinite(dt) and math.isfinite(t_end)):
-            raise ValueError("t_end and dt must be positive")
         if integrator == "hht" and not (-1.0 / 3.0 <= alpha <= 0.0):
             raise ValueError("HHT alpha must lie in [-1/3, 0]")
-        qi, ui = self.model.initial_state()
-        q = qi if q0 is None else np.asarray(q0, float)
-        u = ui if u0 is None else np.asarray(u0, float)
-        q, u = self._qu(q, u)
-        x = np.concatenate([q, u])
-        ns = int(round(t_end / dt))
-        ts = np.arange(ns + 1) * dt
+        x, ts = start_state(self, t_end, dt, q0, u0)
         acc, nfact = None, 0
 
         def hht(t0, x, m):                    # m samples of HHT-alpha (the state x is updated in place)
@@ -777,7 +769,7 @@ class BeamSystem:
         quat = np.zeros((len(ts), len(self.body_names), 4))
         quat[..., 0], quat[..., 3] = np.cos(ang / 2), np.sin(ang / 2)
         com3 = np.concatenate([com, np.zeros(com.shape[:2] + (1,))], axis=2)
-        snap = np.unique(np.linspace(0, ns, 9).astype(int))
+        snap = np.unique(np.linspace(0, len(ts) - 1, 9).astype(int))
         extra = {"node_names": np.array(self.node_names), "node_pos": pos, "energy_elastic": en[:, 1].copy(),
                  "energy_gravity": en[:, 2].copy(), "snapshot_index": snap,
                  # r = S(xi) e at 11 points per element (eqs 2-3), at 9 instants: (9, N_bar * 11, 2)

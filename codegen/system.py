@@ -136,15 +136,7 @@ class System:
         """
         if integrator not in INTEGRATORS:
             raise ValueError(f"integrator '{integrator}' not one of {', '.join(INTEGRATORS)}")
-        if not (dt > 0 and t_end > 0 and math.isfinite(dt) and math.isfinite(t_end)):
-            raise ValueError("t_end and dt must be positive")
-        qi, ui = self.model.initial_state()
-        q = qi if q0 is None else np.asarray(q0, float)
-        u = ui if u0 is None else np.asarray(u0, float)
-        q, u = self._qu(q, u)
-        x = np.concatenate([q, u])
-        ns = int(round(t_end / dt))
-        ts = np.arange(ns + 1) * dt
+        x, ts = start_state(self, t_end, dt, q0, u0)
         X, stats, wall = integrate_chunks(self.kernel, x, ts, integrator, substeps, rtol, atol, h_max,
                                           f"simulate {self.model.name}", progress)
         com, quat, en = self.kernel.outputs_at(X)
@@ -161,6 +153,16 @@ class System:
             from .mstmm import attach_reactions
             attach_reactions(self, res)
         return res
+
+
+def start_state(system, t_end, dt, q0=None, u0=None):
+    """Initial state x = (q, u) of a simulation (the model's, unless q0 / u0 are given) and the sample
+    times 0, dt, ..., t_end."""
+    if not (dt > 0 and t_end > 0 and math.isfinite(dt) and math.isfinite(t_end)):
+        raise ValueError("t_end and dt must be positive")
+    qi, ui = system.model.initial_state()
+    q, u = system._qu(qi if q0 is None else np.asarray(q0, float), ui if u0 is None else np.asarray(u0, float))
+    return np.concatenate([q, u]), np.arange(int(round(t_end / dt)) + 1) * dt
 
 
 def integrate_chunks(kernel, x, ts, integrator, substeps, rtol, atol, h_max, label, progress, other=None):

@@ -137,6 +137,13 @@ def test_missing_file_and_bad_cli_options(tmp_path, capsys):
     assert "must be positive" in capsys.readouterr().err
     assert main(["inspect", "joint", "hinge"]) == 2
     assert "unknown element" in capsys.readouterr().err
+    assert main(["simulate", "chain:x"]) == 2
+    assert "chain:x: N: expected an integer" in capsys.readouterr().err
+    assert main(["simulate", "chain:2", "--integrator", "hht"]) == 2
+    assert "only available for flexible-beam" in capsys.readouterr().err
+    assert main(["simulate", "examples/flexible_pendulum.yaml", "--integrator", "hht", "--hht-alpha", "0.5",
+                 "--quiet"]) == 2
+    assert "HHT alpha must lie in [-1/3, 0]" in capsys.readouterr().err
 
 
 def test_cli_process_exit_status_and_no_traceback(tmp_path):
