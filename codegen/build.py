@@ -100,17 +100,41 @@ def resolve_options(algorithm: str, **options) -> dict:
 
 
 def build_key(model: Model, algorithm: str, options: dict) -> str:
-    payload = json.dumps({"topology": model.topology_key(), "algorithm": algorithm, "options": options,
+    payload = json.dumps({"topology": model.topology_key(), "names": names_key(model),
+                          "algorithm": algorithm, "options": options,
                           "generator": __version__, "sources": _source_fingerprint(),
                           "toolchain": _toolchain_fingerprint()}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:20]
 
 
-def render(plan: Plan, algorithm: str, options: dict, key: str) -> str:
-    from .symbolic.joints import jcalc_code
+def comment(text) -> str:
+    """A user string (model, body, joint, force name) made safe for a one-line comment of generated code:
+    printable ASCII only (everything else escaped, so no line break can leave the comment), and no C
+    comment delimiters (Cython copies source lines into C comments)."""
+    s = "".join(c if " " <= c <= "~" else ascii(c)[1:-1] for c in str(text))
+    return s.replace("*/", "*\\/").replace("/*", "/\\*")
+
+
+def template_env() -> jinja2.Environment:
+    """The one jinja2 environment of all kernels. User strings reach the source only through |comment."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_dir())), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True, trim_blocks=False, lstrip_blocks=False)
-    tpl = env.get_template(ALGORITHMS[algorithm]["template"])
+    env.filters["comment"] = comment
+    return env
+
+
+def names_key(model) -> str:
+    """Digest of every user string that reaches generated source (as escaped comments): part of the build key,
+    so a cached module always matches what its model would render."""
+    names = [model.name] + [j.name for j in model.joints] + [b.name for b in model.bodies] + \
+        [f.name for f in (*getattr(model, "springs", ()), *getattr(model, "point_springs", ()),
+                          *getattr(model, "joint_forces", ()))]
+    return hashlib.sha256(json.dumps(names).encode()).hexdigest()
+
+
+def render(plan: Plan, algorithm: str, options: dict, key: str) -> str:
+    from .symbolic.joints import jcalc_code
+    tpl = template_env().get_template(ALGORITHMS[algorithm]["template"])
     nb, nv = plan.nb, plan.nv
     work = {"recursive": 132 * nb, "dense": nv * nv + 2 * nv + 54 * nb, "mstmm": 72 * nb}[algorithm] + 8
     hook = ALGORITHMS[algorithm].get("vars")          # module with template_vars(plan) -> extra variables
@@ -119,7 +143,7 @@ def render(plan: Plan, algorithm: str, options: dict, key: str) -> str:
         version=__version__, build_hash=key, model_name=plan.model.name, algorithm=algorithm,
         options=", ".join(f"{k}={v}" for k, v in options.items()) or "-", options_repr=repr(options),
         nb=nb, nq=plan.nq, nv=nv, np=plan.np, npb=NP_BODY, roadmap=plan.roadmap(), segments=plan.segments,
-        parent=plan.parent, iq=plan.iq, iv=plan.iv, quat=plan.quat_offsets, body_names=repr("\x1f".join(plan.body_names)),
+        parent=plan.parent, iq=plan.iq, iv=plan.iv, quat=plan.quat_offsets,
         jcalc={t: jcalc_code(t) for t in plan.joint_types_used}, forces=plan.forces, work_size=work,
         types_nv=[(t, JOINT_TYPES[t][1]) for t in plan.joint_types_used],
         **options, **extra)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 
@@ -26,6 +27,13 @@ def _model(spec: str):
     if not os.path.exists(spec) and spec in BUILTIN:
         return from_spec(spec)
     return load_model(spec)
+
+
+def safe_stem(name: str) -> str:
+    """A file name from a model name: letters, digits, '-', '_', '.' only, no leading dot (so never a path
+    or '..'); only an explicit --out writes elsewhere than results/."""
+    stem = re.sub(r"\.{2,}", "_", re.sub(r"[^A-Za-z0-9_.-]+", "_", str(name))).lstrip(".")[:100]
+    return stem or "model"
 
 
 def _options(args) -> dict:
@@ -62,7 +70,7 @@ def cmd_simulate(args):
     extra = {"alpha": args.hht_alpha} if args.integrator == "hht" else {}
     res = s.simulate(args.t_end, args.dt, integrator=args.integrator, rtol=args.rtol, atol=args.atol,
                      substeps=args.substeps, progress=not args.quiet, **extra)
-    out = args.out or os.path.join("results", f"{m.name}.npz")
+    out = args.out or os.path.join("results", safe_stem(m.name) + ".npz")
     path = res.save(out)
     e = res.energy_total
     drift = float(abs(e - e[0]).max() / max(abs(e[0]), abs(res.energy_kinetic).max(), 1e-300))

@@ -581,12 +581,9 @@ def element_code() -> Dict[str, str]:
 
 
 def render(plan: BeamPlan, key: str) -> str:
-    import jinja2
     from . import __version__
-    from .build import template_dir
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_dir())), undefined=jinja2.StrictUndefined,
-                             keep_trailing_newline=True)
-    tpl = env.get_template("rancf.pyx.j2")
+    from .build import template_env
+    tpl = template_env().get_template("rancf.pyx.j2")
     ints = lambda a: ", ".join(str(int(x)) for x in a)
     return tpl.render(version=__version__, build_hash=key, model_name=plan.model.name, nbar=plan.nbar, n=plan.n,
                       npar=2 + NPE * plan.nbar, npe=NPE, nnode=len(plan.node_names), nbeam=len(plan.beam_order),
@@ -594,7 +591,7 @@ def render(plan: BeamPlan, key: str) -> str:
                       eord=ints(plan.eord), succ=ints(plan.succ), sdir=ints(plan.sdir), enode=ints(plan.enode),
                       local=ints(plan.local), beam=ints(plan.beam_of), has_var=plan.has_var,
                       kinds_used=sorted(set(int(k) for k in plan.kind)), roadmap=plan.roadmap(),
-                      node_names=repr("\n".join(plan.node_names)), code=element_code(), is_chain=plan.is_chain)
+                      code=element_code(), is_chain=plan.is_chain)
 
 
 def _fingerprint() -> str:
@@ -610,7 +607,9 @@ def _fingerprint() -> str:
 
 def build_key(model: BeamModel) -> str:
     from . import __version__
-    payload = json.dumps({"algorithm": "rancf", "topology": model.topology_key(), "generator": __version__,
+    from .build import names_key
+    payload = json.dumps({"algorithm": "rancf", "topology": model.topology_key(), "names": names_key(model),
+                          "generator": __version__,
                           "sources": _fingerprint()}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:20]
 
