@@ -1,0 +1,332 @@
+"""Peer checks that do not share the project's plan: pinocchio models built straight from the model dict.
+
+``tests/peers.py`` builds its pinocchio peer from ``Plan.params()`` / ``Plan.body_frames()``, so a mistake
+in the plan (say the inertia rotated as R J R^T instead of R^T J R) would be in both sides of every
+comparison. Here the reference comes from the dict the model is made of (``tests/peers_from_file.py``:
+numpy/scipy parse the placements, pinocchio composes the SE3s and transports the inertias), and only the
+public API of codegen is used (``model_from_dict``, ``build`` through ``conftest.get_system``, System
+methods, ``coord_names`` / ``body_names``).
+
+* ``test_dynamics_vs_pinocchio``: forward dynamics (ABA), inverse dynamics (RNEA), mass matrix (CRBA),
+  body poses (forward kinematics) on three trees with tilted axes, rotated parent and child frames (rpy,
+  matrix, quat, axis_angle), full inertias and com offsets: fixed base with every scalar joint type, a
+  spherical joint and a fixed body with a child; floating base; a revolute/spherical tree for mstmm.
+  Algorithms recursive (ref point centroid, joint, origin), dense, mstmm.
+* ``test_single_body_closed_form``: one body on a tilted revolute axis away from its com, by hand.
+* ``test_mstmm_joint_reactions_vs_rnea``: ``joint_reactions`` against pinocchio's RNEA internal forces.
+* ``test_force_elements_vs_jacobian``: point spring-dampers (body-body, body-ground), joint
+  spring-dampers (universal, cylindrical, planar, prismatic, revolute) and a joint force, as generalized
+  forces inverse_dynamics(without) - inverse_dynamics(with), against J^T F with a finite-difference J.
+* ``test_*_can_fail``: the same comparisons with deliberately broken references must fail.
+"""
+from __future__ import annotations
+
+import copy
+import os
+import sys
+
+import numpy as np
+import pytest
+
+pin = pytest.importorskip("pinocchio")
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peers_from_file as pf  # noqa: E402
+from conftest import get_system  # noqa: E402
+
+import codegen  # noqa: E402
+
+TOL = 1e-9
+FORCE_TOL = 1e-6
+N_STATES = 4
+
+# ---------------------------------------------------------------- models (dicts)
+
+_FORCES_FIXED = (
+    {"name": "ps_bb", "type": "point_spring_damper", "body_a": "b4", "point_a": [0.1, -0.2, 0.15],
+     "body_b": "b6", "point_b": [-0.05, 0.3, 0.1], "stiffness": 37.0, "damping": 2.5, "length": 0.3},
+    {"name": "ps_gb", "type": "point_spring_damper", "body_a": "ground", "point_a": [0.5, 0.4, -0.3],
+     "body_b": "b7", "point_b": [0.2, 0.1, -0.1], "stiffness": 21.0, "damping": 1.5, "length": 0.2},
+    {"name": "js_u", "type": "joint_spring_damper", "joint": "j1", "stiffness": [3.0, 5.0],
+     "damping": [0.4, 0.7], "q_ref": [0.2, -0.3]},
+    {"name": "js_c", "type": "joint_spring_damper", "joint": "j4", "stiffness": [2.0, 11.0],
+     "damping": [0.3, 0.9], "q_ref": [-0.1, 0.05]},
+    {"name": "js_p", "type": "joint_spring_damper", "joint": "j7", "stiffness": [4.0, 6.0, 1.5],
+     "damping": [0.2, 0.5, 0.1], "q_ref": [0.1, -0.2, 0.3]},
+    {"name": "js_r", "type": "joint_spring_damper", "joint": "j0", "stiffness": 2.5, "damping": 0.35,
+     "q_ref": 0.4},
+    {"name": "jf", "type": "joint_force", "joint": "j1", "dof": 1, "value": {"constant": 1.7}},
+)
+_FORCES_FLOATING = (
+    {"name": "ps_gb", "type": "point_spring_damper", "body_a": "ground", "point_a": [0.3, -0.4, 0.8],
+     "body_b": "b3", "point_b": [0.1, 0.2, -0.1], "stiffness": 15.0, "damping": 1.2, "length": 0.5},
+    {"name": "ps_bb", "type": "point_spring_damper", "body_a": "b1", "point_a": [0.2, 0.0, -0.1],
+     "body_b": "b5", "point_b": [0.0, -0.15, 0.25], "stiffness": 25.0, "damping": 0.8, "length": 0.1},
+    {"name": "js_u", "type": "joint_spring_damper", "joint": "j3", "stiffness": [3.0, 1.0],
+     "damping": [0.5, 0.2], "q_ref": [0.3, 0.1]},
+    {"name": "js_pr", "type": "joint_spring_damper", "joint": "j5", "stiffness": 8.0, "damping": 0.6,
+     "q_ref": -0.1},
+)
+_FORCES_MSTMM = (
+    {"name": "ps_bb", "type": "point_spring_damper", "body_a": "b2", "point_a": [0.1, 0.1, 0.0],
+     "body_b": "b5", "point_b": [-0.2, 0.0, 0.1], "stiffness": 30.0, "damping": 1.0, "length": 0.25},
+    {"name": "js_0", "type": "joint_spring_damper", "joint": "j0", "stiffness": 4.0, "damping": 0.3,
+     "q_ref": -0.2},
+    {"name": "js_3", "type": "joint_spring_damper", "joint": "j3", "stiffness": 2.0, "damping": 0.6,
+     "q_ref": 0.5},
+)
+
+MODELS = {
+    # body 0 has three children, the fixed body b5 has a child; every scalar joint type plus spherical
+    "fixed": pf.tree_dict("indep_fixed", [-1, 0, 0, 0, 1, 2, 5, 3],
+                          ["revolute", "universal", "spherical", "prismatic", "cylindrical", "fixed",
+                           "revolute", "planar"], seed=101, forces=_FORCES_FIXED),
+    "floating": pf.tree_dict("indep_floating", [-1, 0, 0, 2, 0, 4],
+                             ["free", "spherical", "revolute", "universal", "revolute", "prismatic"],
+                             seed=202, gravity=(-0.7, 9.81, 1.3), forces=_FORCES_FLOATING),
+    "mstmm": pf.tree_dict("indep_mstmm", [-1, 0, 1, 0, 3, 3],
+                          ["revolute", "spherical", "revolute", "revolute", "spherical", "revolute"],
+                          seed=303, gravity=(1.1, -3.0, -9.0), forces=_FORCES_MSTMM),
+}
+
+# (model, algorithm, options): 4 + 4 + 1 builds here, 2 for the single body
+ALGS = [("recursive", {"ref_point": "centroid"}), ("recursive", {"ref_point": "joint"}),
+        ("recursive", {"ref_point": "origin"}), ("dense", {})]
+CASES = [(m, a, o) for m in ("fixed", "floating") for a, o in ALGS] + [("mstmm", "mstmm", {})]
+
+
+def _id(case):
+    m, a, o = case
+    return f"{m}-{a}" + (f"-{o['ref_point']}" if o else "")
+
+
+def system_for(d, algorithm, options):
+    return get_system(codegen.model_from_dict(copy.deepcopy(d), source=d["name"] + ".yaml"), algorithm, **options)
+
+
+def rel_err(a, b) -> float:
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300))
+
+
+def quat_to_matrix(qs):
+    return np.array([pf.quat_wxyz_to_matrix(x) for x in qs])
+
+
+def _compare_all(s, peer, d, seed):
+    """Worst relative errors (fd, id, M, com, rot) over N_STATES random states."""
+    rng = np.random.default_rng(seed)
+    worst = dict.fromkeys(("fd", "id", "M", "com", "rot"), 0.0)
+    for _ in range(N_STATES):
+        q, u = pf.random_state(d, s.model.coord_names, rng)
+        tau, udot = rng.normal(scale=3.0, size=s.nv), rng.normal(scale=3.0, size=s.nv)
+        worst["fd"] = max(worst["fd"], rel_err(s.forward_dynamics(q, u, tau), peer.aba(q, u, tau)))
+        worst["id"] = max(worst["id"], rel_err(s.inverse_dynamics(q, u, udot), peer.rnea(q, u, udot)))
+        worst["M"] = max(worst["M"], rel_err(s.mass_matrix(q), peer.crba(q)))
+        com, quat = s.body_poses(q)
+        com_ref, rot_ref = peer.body_poses(q)
+        worst["com"] = max(worst["com"], rel_err(com, com_ref))
+        worst["rot"] = max(worst["rot"], float(np.max(np.abs(quat_to_matrix(quat) - rot_ref))))
+    return worst
+
+
+# ---------------------------------------------------------------- 1. dynamics vs pinocchio
+
+@pytest.mark.parametrize("case", CASES, ids=_id)
+def test_dynamics_vs_pinocchio(case):
+    name, algorithm, options = case
+    d = pf.without_forces(MODELS[name])
+    s = system_for(d, algorithm, options)
+    assert s.nq == sum(pf.NQ_NV[j["type"]][0] for j in d["joints"])
+    peer = pf.DictPeer(d, s.model.coord_names, s.body_names)
+    worst = _compare_all(s, peer, d, seed=7)
+    bad = {k: v for k, v in worst.items() if not v < TOL}
+    assert not bad, f"{_id(case)}: relative errors vs pinocchio from the dict: {worst}"
+
+
+# ---------------------------------------------------------------- 2. one body by hand
+
+def _rot_axis(a, angle):
+    K = pf.skew(a)
+    return np.eye(3) + np.sin(angle) * K + (1 - np.cos(angle)) * K @ K
+
+
+SINGLE = {
+    "name": "indep_single", "gravity": [0.8, -2.5, -9.81],
+    "bodies": [{"name": "rock", "mass": 2.3, "com": [0.31, -0.17, 0.42],
+                "inertia": [0.09, 0.13, 0.07, 0.021, -0.012, 0.017]}],       # ixx iyy izz ixy ixz iyz
+    "joints": [{"name": "hinge", "type": "revolute", "parent": "ground", "child": "rock",
+                "axis": list(np.array([1.0, 2.0, 3.0]) / np.sqrt(14.0)),
+                "parent_frame": {"pos": [0.2, -0.4, 1.1], "rpy": [0.4, -0.7, 1.9]},
+                "child_frame": {"pos": [-0.15, 0.25, 0.05],
+                                "matrix": _rot_axis(np.array([2.0, -1.0, 2.0]) / 3.0, 0.8).tolist()}}],
+}
+
+
+def _single_by_hand(d, q, u, tau, wrong_inertia=False):
+    """(qdd, com_world, R_body, I_axis, gravity torque) of the single-body model, in closed form."""
+    b, j = d["bodies"][0], d["joints"][0]
+    g = np.asarray(d["gravity"], float)
+    m, c = b["mass"], np.asarray(b["com"], float)
+    xx, yy, zz, xy, xz, yz = b["inertia"]
+    J = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+    p0, r, pi, ya = np.asarray(j["parent_frame"]["pos"]), *j["parent_frame"]["rpy"]
+    Rp = _rot_axis([0, 0, 1], ya) @ _rot_axis([0, 1, 0], pi) @ _rot_axis([1, 0, 0], r)
+    a = np.asarray(j["axis"], float)
+    cpos, Rc = np.asarray(j["child_frame"]["pos"]), np.asarray(j["child_frame"]["matrix"])
+    Rj = Rp @ _rot_axis(a, q)                         # joint frame in the world
+    Rb = Rj @ Rc.T                                    # body frame: joint frame * inverse(child frame)
+    origin = p0 - Rb @ cpos
+    com = origin + Rb @ c
+    rvec = com - p0                                   # from the point on the axis to the com
+    aw = Rp @ a
+    Jw = J if wrong_inertia else Rb @ J @ Rb.T
+    I_axis = aw @ (Jw + m * (rvec @ rvec * np.eye(3) - np.outer(rvec, rvec))) @ aw
+    tg = aw @ np.cross(rvec, m * g)
+    return (tg + tau) / I_axis, com, Rb, I_axis, tg
+
+
+@pytest.mark.parametrize("algorithm,options", [("recursive", {"ref_point": "joint"}), ("mstmm", {})],
+                         ids=["recursive-joint", "mstmm"])
+def test_single_body_closed_form(algorithm, options):
+    s = system_for(SINGLE, algorithm, options)
+    rng = np.random.default_rng(5)
+    for _ in range(4):
+        q, u, tau = rng.uniform(-3, 3), rng.normal(scale=2.0), rng.normal()
+        qdd, com, Rb, I_axis, tg = _single_by_hand(SINGLE, q, u, tau)
+        assert rel_err(s.forward_dynamics([q], [u], [tau]), [qdd]) < TOL
+        assert rel_err(s.inverse_dynamics([q], [u], [0.7]), [I_axis * 0.7 - tg]) < TOL
+        assert rel_err(s.mass_matrix([q]), [[I_axis]]) < TOL
+        c, quat = s.body_poses([q])
+        assert rel_err(c[0], com) < TOL
+        assert np.max(np.abs(pf.quat_wxyz_to_matrix(quat[0]) - Rb)) < TOL
+        assert rel_err(s.energy([q], [u])[0], 0.5 * I_axis * u * u) < TOL
+        # the hand formula is sharp: the inertia left in the body frame gives another answer
+        assert rel_err(s.forward_dynamics([q], [u], [tau]), [_single_by_hand(SINGLE, q, u, tau, True)[0]]) > 1e-4
+
+
+# ---------------------------------------------------------------- 3. joint reactions (mstmm)
+
+def test_mstmm_joint_reactions_vs_rnea():
+    d = pf.without_forces(MODELS["mstmm"])
+    s = system_for(d, "mstmm", {})
+    peer = pf.DictPeer(d, s.model.coord_names, s.body_names)
+    rng = np.random.default_rng(9)
+    worst_f = worst_m = 0.0
+    for _ in range(N_STATES):
+        q, u = pf.random_state(d, s.model.coord_names, rng)
+        tau = rng.normal(size=s.nv)
+        udot = s.forward_dynamics(q, u, tau)
+        assert rel_err(udot, peer.aba(q, u, tau)) < TOL
+        F, M = s.joint_reactions(q, u, tau)
+        F_ref, M_ref = peer.joint_reactions(q, u, udot)
+        worst_f, worst_m = max(worst_f, rel_err(F, F_ref)), max(worst_m, rel_err(M, M_ref))
+        # sanity of the reference: RNEA at the kernel's acceleration gives back the applied tau
+        assert rel_err(peer.rnea(q, u, udot), tau) < 1e-9
+    assert worst_f < TOL and worst_m < TOL, \
+        f"mstmm joint reactions vs pinocchio RNEA data.f: force rel err {worst_f:.3e}, moment {worst_m:.3e}"
+
+
+# ---------------------------------------------------------------- 4. force elements vs J^T F
+
+def _applied_by_hand(d, peer, q, u):
+    """Generalized force of the dict's force elements, in numpy: J^T F for the point springs (central
+    difference J of the attachment points), -k (q - q_ref) - c u for joint springs, e_dof * value."""
+    layout = peer.offsets                      # joint name -> (our iq, our iv, nv)
+    Q = np.zeros(peer.nv)
+    for f in d["forces"]:
+        if f["type"] == "point_spring_damper":
+            Ja = peer.point_jacobian(q, f["body_a"], f["point_a"])
+            Jb = peer.point_jacobian(q, f["body_b"], f["point_b"])
+            pa = peer.point_world(q, f["body_a"], f["point_a"])
+            pb = peer.point_world(q, f["body_b"], f["point_b"])
+            dvec = pb - pa
+            ln = np.linalg.norm(dvec)
+            e = dvec / ln
+            ldot = e @ ((Jb - Ja) @ u)
+            T = f["stiffness"] * (ln - f["length"]) + f["damping"] * ldot     # tension
+            Q += Ja.T @ (T * e) + Jb.T @ (-T * e)
+        elif f["type"] == "joint_spring_damper":
+            iq, iv, nv = layout[f["joint"]]
+            k, c, qr = (np.broadcast_to(np.asarray(f[x], float), (nv,)) for x in ("stiffness", "damping", "q_ref"))
+            Q[iv:iv + nv] += -k * (q[iq:iq + nv] - qr) - c * u[iv:iv + nv]
+        elif f["type"] == "joint_force":
+            Q[layout[f["joint"]][1] + f["dof"]] += f["value"]["constant"]
+    return Q
+
+
+@pytest.mark.parametrize("case", CASES, ids=_id)
+def test_force_elements_vs_jacobian(case):
+    name, algorithm, options = case
+    d = MODELS[name]
+    s_off = system_for(pf.without_forces(d), algorithm, options)       # the same System, numbers switched
+    peer = pf.DictPeer(d, s_off.model.coord_names, s_off.body_names)
+    rng = np.random.default_rng(11)
+    worst = 0.0
+    for _ in range(N_STATES):
+        q, u = pf.random_state(d, peer.coord_names, rng)
+        udot = rng.normal(size=peer.nv)
+        id_off = system_for(pf.without_forces(d), algorithm, options).inverse_dynamics(q, u, udot)
+        s_on = system_for(d, algorithm, options)
+        Q_kernel = id_off - s_on.inverse_dynamics(q, u, udot)
+        Q_kernel_fd = s_on.mass_matrix(q) @ (s_on.forward_dynamics(q, u) -
+                                             system_for(pf.without_forces(d), algorithm, options).forward_dynamics(q, u))
+        Q_ref = _applied_by_hand(d, peer, q, u)
+        worst = max(worst, rel_err(Q_kernel, Q_ref), rel_err(Q_kernel_fd, Q_ref))
+    assert worst < FORCE_TOL, f"{_id(case)}: generalized forces of the force elements vs J^T F: rel err {worst:.3e}"
+
+
+# ---------------------------------------------------------------- 5. the checks can fail
+
+@pytest.mark.parametrize("name,mutations", [
+    ("fixed", ("parent_rot_T", "child_rot_T", "inertia_RJRt")),
+    ("floating", ("parent_rot_T", "child_rot_T", "inertia_RJRt", "free_vel")),
+    ("mstmm", ("parent_rot_T", "child_rot_T", "inertia_RJRt")),
+])
+def test_pinocchio_comparison_can_fail(name, mutations):
+    """The peer with one deliberate mistake (rotation transposed, inertia rotated R J R^T, free-joint
+    velocity not converted) must disagree with our kernels where the correct peer agrees."""
+    algorithm, options = ("mstmm", {}) if name == "mstmm" else ("recursive", {"ref_point": "origin"})
+    d = pf.without_forces(MODELS[name])
+    s = system_for(d, algorithm, options)
+    good = _compare_all(s, pf.DictPeer(d, s.model.coord_names, s.body_names), d, seed=3)
+    assert max(good.values()) < TOL, good
+    for mut in mutations:
+        bad = _compare_all(s, pf.DictPeer(d, s.model.coord_names, s.body_names, mutate=mut), d, seed=3)
+        assert max(bad["fd"], bad["id"], bad["M"]) > 1e-4, f"{name}: mutation {mut} not detected: {bad}"
+
+
+def test_reactions_and_forces_can_fail():
+    """Joint reactions: pinocchio's data.f taken in the joint frame (no rotation to world) or about the body
+    centroid must be seen; force elements: a wrong damping sign or point in the wrong frame must be seen."""
+    d = pf.without_forces(MODELS["mstmm"])
+    s = system_for(d, "mstmm", {})
+    peer = pf.DictPeer(d, s.model.coord_names, s.body_names)
+    rng = np.random.default_rng(13)
+    q, u = pf.random_state(d, s.model.coord_names, rng)
+    udot = s.forward_dynamics(q, u)
+    F, M = s.joint_reactions(q, u)
+    F_ref, M_ref = peer.joint_reactions(q, u, udot)
+    assert rel_err(F, F_ref) < TOL and rel_err(M, M_ref) < TOL
+    local_F = np.array([peer.data.f[peer.jid[peer.by_child[n]["name"]]].linear for n in s.body_names])
+    assert rel_err(F, local_F) > 1e-3
+    com, _ = peer.body_poses(q)
+    joint_pt = np.array([peer.data.oMi[peer.jid[peer.by_child[n]["name"]]].translation for n in s.body_names])
+    assert rel_err(M, M_ref + np.cross(joint_pt - com, F_ref)) > 1e-3       # moment about the centroid
+
+    dd = MODELS["fixed"]
+    s_on = system_for(dd, "recursive", {"ref_point": "origin"})
+    peer = pf.DictPeer(dd, s_on.model.coord_names, s_on.body_names)
+    q, u = pf.random_state(dd, peer.coord_names, rng)
+    udot = rng.normal(size=peer.nv)
+    Q_kernel = -s_on.inverse_dynamics(q, u, udot)
+    Q_kernel += system_for(pf.without_forces(dd), "recursive", {"ref_point": "origin"}).inverse_dynamics(q, u, udot)
+    assert rel_err(Q_kernel, _applied_by_hand(dd, peer, q, u)) < FORCE_TOL
+    wrong = copy.deepcopy(dd)
+    for f in wrong["forces"]:
+        if f["type"] == "point_spring_damper":
+            f["damping"] = -f["damping"]
+    assert rel_err(Q_kernel, _applied_by_hand(wrong, peer, q, u)) > 1e-4
+    wrong = copy.deepcopy(dd)
+    wrong["forces"][0]["point_b"] = list(np.asarray(wrong["forces"][0]["point_b"]) + [0.01, 0, 0])
+    assert rel_err(Q_kernel, _applied_by_hand(wrong, peer, q, u)) > 1e-4
