@@ -48,7 +48,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))           # tests/peers.py: the p
 
 import codegen  # noqa: E402
 from codegen.models import branch_system, chain  # noqa: E402
-from codegen.plan import NP_BODY, Plan  # noqa: E402
+from codegen.algorithms.tree_plan import NP_BODY, Plan  # noqa: E402
 from bench_recursive import python_batch  # noqa: E402  (benchmarks/, the script's folder)
 
 PIN_BYTES_PER_N3 = 66.0
@@ -139,7 +139,7 @@ def run_model(model, label, args, verify_ref: bool):
     row["rel_recursive_vs_mstmm"] = rel(acc["recursive"], acc["mstmm"])
     ref = None
     if verify_ref:
-        from codegen.mstmm_ref import aba_reference
+        from codegen.algorithms.mstmm.reference import aba_reference
         t0 = time.perf_counter()
         ref = aba_reference(model, q, u)
         row["ref_s"] = time.perf_counter() - t0

@@ -45,8 +45,9 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
 import codegen  # noqa: E402
-from codegen import flexible  # noqa: E402
-from codegen.system import _atomic_write  # noqa: E402
+from codegen.compiler import build_module  # noqa: E402
+from codegen.model import beams as flexible  # noqa: E402
+from codegen.runtime import atomic_write as _atomic_write  # noqa: E402
 
 N_ELEM = 5                                          # elements per beam (seed)
 SEED_BEAMS = (5, 10, 15, 20, 25, 30, 35, 40)        # n = 110 ... 880 (seed Fig. 12)
@@ -71,13 +72,13 @@ def machine_info() -> dict:
             cpu = next(line.split(":", 1)[1].strip() for line in fh if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    from codegen.system import _versions
+    from codegen.runtime.integrate import versions as _versions
     return {"cpu": cpu, "cores": os.cpu_count(), "platform": platform.platform(), "versions": _versions(),
             "loadavg_start": list(os.getloadavg())}
 
 
 def _build(nb: int):
-    flexible.build_module(flexible.pendulum(nb, N_ELEM, E=E_B))
+    build_module(flexible.pendulum(nb, N_ELEM, E=E_B), "rancf")
     return nb
 
 

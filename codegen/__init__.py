@@ -5,14 +5,21 @@
     system = codegen.build(model, algorithm="recursive", ref_point="origin")
     result = system.simulate(t_end=2.0, dt=1e-3, integrator="rk4")
     result.save("results/balance.npz")
-"""
-__version__ = "0.1.0"
 
-from . import models  # noqa: E402
-from .build import ALGORITHMS, BuildError  # noqa: E402
+Layers (imports point one way): model <- symbolic <- algorithms <- build <- runtime <- cli.
+"""
+from ._version import __version__  # noqa: E402,F401
+
+import sys as _sys
+
+from .algorithms import FAMILIES as ALGORITHMS  # noqa: E402
+from .compiler import BuildError  # noqa: E402
 from .model import Body, Joint, JointForce, JointSpringDamper, Model, ModelError, Placement, \
     PointSpringDamper, TimeFunction, load_model, model_from_dict  # noqa: E402
-from .system import Result, System, build, load_result  # noqa: E402
+from .model import library as models  # noqa: E402
+from .runtime import Result, System, build, load_result  # noqa: E402
+
+_sys.modules[__name__ + ".models"] = models      # `codegen.models` (the model library) as before
 
 __all__ = ["ALGORITHMS", "Body", "BuildError", "Joint", "JointForce", "JointSpringDamper", "Model", "ModelError",
            "Placement", "PointSpringDamper", "Result", "System", "TimeFunction", "build", "load_model",

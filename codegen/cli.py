@@ -16,7 +16,7 @@ BAD_INPUT = 2
 def _model(spec: str):
     """A YAML file, 'chain:N', 'branch:N', or a builtin name (balance_pendulum, arm7, humanoid)."""
     from .model import ModelError, load_model
-    from .models import BUILTIN, from_spec
+    from .model.library import BUILTIN, from_spec
     if spec.startswith(("chain:", "branch:")):
         try:
             m = from_spec(spec)
@@ -43,13 +43,13 @@ def _options(args) -> dict:
 def cmd_check(args):
     m = _model(args.model)
     print(f"{m.source}: ok - {len(m.bodies)} bodies, {len(m.joints)} joints, nq = {m.nq}, nv = {m.nv}")
-    from .plan import Plan
+    from .algorithms.tree_plan import Plan
     for row in (m.roadmap() if hasattr(m, "roadmap") else Plan(m).roadmap()):   # beam models plan themselves
         print("  " + row)
 
 
 def cmd_build(args):
-    from .system import build
+    from .runtime import build
     m = _model(args.model)
     t0 = time.perf_counter()
     s = build(m, args.algorithm, cache_dir=args.cache_dir, progress=not args.quiet, **_options(args))
@@ -60,7 +60,7 @@ def cmd_build(args):
 
 
 def cmd_simulate(args):
-    from .system import build
+    from .runtime import build
     m = _model(args.model)
     if not (args.t_end > 0 and args.dt > 0):
         raise ValueError("--t-end and --dt must be positive")
@@ -133,24 +133,23 @@ def cmd_inspect(args):
 
 
 def cmd_source(args):
-    from .build import generated_source
+    from .compiler import generated_source
     m = _model(args.model)
-    if hasattr(m, "beams"):                        # flexible beams: codegen/flexible.py (rancf)
-        from .flexible import generated_source as beam_source
-        src = beam_source(m)
+    if hasattr(m, "beams"):                        # flexible beams: the rancf family
+        src = generated_source(m, "rancf")
     else:
         src = generated_source(m, args.algorithm, **_options(args))
     if args.out:
-        from .system import _atomic_write
-        _atomic_write(args.out, lambda fh: fh.write(src.encode()))
+        from .runtime import atomic_write
+        atomic_write(args.out, lambda fh: fh.write(src.encode()))
         print(args.out)
     else:
         sys.stdout.write(src)
 
 
 def parser():
-    from . import __version__
-    from .build import ALGORITHMS
+    from ._version import __version__
+    from .algorithms import FAMILIES as ALGORITHMS
     p = argparse.ArgumentParser(prog="mbgen", description="Symbolic-to-Cython multibody dynamics code generator")
     p.add_argument("--version", action="version", version=f"mbgen {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -159,7 +158,7 @@ def parser():
         sp_.add_argument("model", help="model YAML file, 'chain:N' (n-link chain), 'branch:N' (M5, N odd >= 13), "
                          "or a builtin (balance_pendulum, arm7, humanoid)")
         if build:
-            sp_.add_argument("--algorithm", default="recursive", choices=list(ALGORITHMS) + ["rancf"],
+            sp_.add_argument("--algorithm", default="recursive", choices=list(ALGORITHMS),
                              help="rancf: flexible-beam models (recursive ANCF; 'recursive' maps to it too)")
             sp_.add_argument("--ref-point", default=None, choices=["centroid", "joint", "origin"],
                              help="analysis reference point of the recursive method (default centroid)")
@@ -200,7 +199,7 @@ def parser():
 
 
 def main(argv=None) -> int:
-    from .build import BuildError
+    from .compiler import BuildError
     from .model import ModelError
     args = parser().parse_args(argv)
     try:

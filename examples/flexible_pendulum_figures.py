@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 import codegen  # noqa: E402
 from codegen import models  # noqa: E402
-from codegen.system import _atomic_write  # noqa: E402
+from codegen.runtime import atomic_write as _atomic_write  # noqa: E402
 
 L_CHAR = 25.0                      # characteristic length of eq 58: 5 beams x 5 m
 SEED_A = 0.006                     # seed: normalised tip error below 0.6 %

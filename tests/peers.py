@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from codegen.plan import NP_BODY, Plan
+from codegen.algorithms.tree_plan import NP_BODY, Plan
 
 
 def _pin():
@@ -189,7 +189,7 @@ def make_model(spec):
 
 
 def _missing(jobs):
-    from codegen.build import build_key, default_cache_dir, resolve_options
+    from codegen.compiler import build_key, default_cache_dir, resolve_options
     cache = default_cache_dir()
     out = []
     for spec, algorithm, ref_point in jobs:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import codegen
-from codegen.build import build_key, generated_source, resolve_options
+from codegen.compiler import build_key, generated_source, resolve_options
 from conftest import get_system
 
 

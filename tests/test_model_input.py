@@ -157,7 +157,7 @@ def test_cli_process_exit_status_and_no_traceback(tmp_path):
 
 def test_builtin_examples_match_yaml():
     """examples/*.yaml are the builders' models exactly (same parameters, same topology)."""
-    from codegen.plan import Plan
+    from codegen.algorithms.tree_plan import Plan
     for name, builder in (("balance_pendulum", codegen.models.balance_pendulum), ("arm7", codegen.models.arm7),
                           ("humanoid", codegen.models.humanoid)):
         a, b = codegen.load_model(f"examples/{name}.yaml"), builder()

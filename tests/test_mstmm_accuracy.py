@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import codegen
-from codegen import mstmm_ref as R
+from codegen.algorithms.mstmm import reference as R
 from codegen.models import chain, random_state
-from codegen.mstmm import joint_reactions
+from codegen.algorithms.mstmm import joint_reactions
 from conftest import get_system, rel_err
 from test_mstmm_kernel import _centroid_accelerations
 

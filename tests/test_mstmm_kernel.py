@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import codegen
-from codegen import mstmm_ref
-from codegen.build import BuildError, generated_source
+from codegen.algorithms.mstmm import reference as mstmm_ref
+from codegen.compiler import BuildError, generated_source
 from codegen.models import branch_system, random_state, random_tree
 from conftest import get_system, rel_err
 
@@ -157,7 +157,7 @@ def test_joint_reactions_in_the_npz(m1, tmp_path):
     """An mstmm simulation puts the joint reactions of every sample into the NPZ; the ground
     pin's force there equals the total weight plus inertia forces, with the inertia forces taken from the
     NPZ's own centroid trajectory (second differences, independent of the MSTMM states)."""
-    from codegen.system import load_result
+    from codegen import load_result
     mst = get_system(m1, "mstmm")
     res = mst.simulate(0.3, 1e-3, "rk4")
     back = load_result(res.save(tmp_path / "m1.npz"))

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from codegen import mstmm_ref as R
+from codegen.algorithms.mstmm import reference as R
 
 M_ROD, A_HALF, G = 1.0, 0.5, 9.81
 

@@ -1,4 +1,4 @@
-"""Generated RANCF kernels (templates/rancf.pyx.j2, codegen/flexible.py), Hu & Wang 2016, model M3.
+"""Generated RANCF kernels (templates/rancf/rancf.pyx.j2, codegen/algorithms/rancf, codegen/model/beams.py), Hu & Wang 2016, model M3.
 
 Two compiled topologies (about 30 s each when the cache is cold, then cached in generated/):
 * M3, 5 beams x 5 elements in a chain (elimination in the paper's order, eq 46), with case A and
@@ -25,9 +25,10 @@ import pytest
 import scipy.linalg as sl
 
 import codegen
-from codegen import flexible
+from codegen.algorithms.rancf import NPE
+from codegen.model import beams as flexible
 from codegen.model import ModelError
-from codegen.rancf_ref import FlexiblePendulum, elastic_energy_and_force
+from codegen.algorithms.rancf.reference import FlexiblePendulum, elastic_energy_and_force
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EX_B = os.path.join(ROOT, "examples", "flexible_pendulum.yaml")
@@ -110,7 +111,7 @@ def lagrange_reference(system, q, u):
     J = np.column_stack([(E(q + h * ei) - E(q - h * ei)) / (2 * h) for ei in np.eye(n)])
     hh = 1e-4
     Jdu = (E(q + hh * u) - 2 * E(q) + E(q - hh * u)) / hh**2
-    p, nb, npe = system.plan.params(), system.plan.nbar, flexible.NPE
+    p, nb, npe = system.plan.params(), system.plan.nbar, NPE
     M = sl.block_diag(*[p[2 + npe * k:2 + npe * k + 64].reshape(8, 8) for k in range(nb)])
     FE = np.concatenate([p[2 + npe * k + 68:2 + npe * k + 76] for k in range(nb)])
     F = system.kernel.elastic(q).ravel()

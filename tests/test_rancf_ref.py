@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from codegen import rancf_ref
-from codegen.rancf_ref import FlexiblePendulum
+from codegen.algorithms.rancf import reference as rancf_ref
+from codegen.algorithms.rancf.reference import FlexiblePendulum
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 import codegen
-from codegen.build import comment, generated_source
+from codegen.compiler import comment, generated_source
 from codegen.cli import main, safe_stem
 
 from conftest import get_system
@@ -110,7 +110,7 @@ def test_planted_names_never_run(tmp_path, algorithm):
 
 def test_model_name_is_part_of_the_build_key():
     """A hostile name cannot poison the cache entry of the genuine model (names key the build)."""
-    from codegen.build import build_key, resolve_options
+    from codegen.compiler import build_key, resolve_options
     opts = resolve_options("recursive")
     genuine = codegen.model_from_dict(copy.deepcopy(RIGID))
     renamed = codegen.model_from_dict(dict(copy.deepcopy(RIGID), name="other"))
@@ -119,7 +119,6 @@ def test_model_name_is_part_of_the_build_key():
 
 def test_planted_beam_names_never_run(tmp_path):
     flag = tmp_path / "ran.txt"
-    from codegen.flexible import generated_source as beam_source
     base = yaml.safe_load(open(os.path.join(os.path.dirname(__file__), "..", "examples",
                                             "flexible_pendulum.yaml")))
     for payload in payloads(flag):
@@ -132,12 +131,12 @@ def test_planted_beam_names_never_run(tmp_path):
             j["name"] += payload
             j["child"] = ren[j["child"]]
             j["parent"] = ren.get(j["parent"], j["parent"])
-        assert_only_in_comments(beam_source(_beam(d)), payload)
+        assert_only_in_comments(generated_source(_beam(d), "rancf"), payload)
     assert not flag.exists()
 
 
 def _beam(d):
-    from codegen.flexible import beam_model_from_dict
+    from codegen.model import beam_model_from_dict
     return beam_model_from_dict(d, source="<planted>")
 
 

@@ -2,10 +2,10 @@
 
 Source: Rui X., Bestle D., Wang G. et al., "A new version of the Riccati transfer matrix method for
 multibody systems consisting of chain and branch bodies", Multibody Syst. Dyn. 49, 337-354 (2020)
-(seed /work/shared/seeds/004_0233cf066626872d.txt); equation numbers are the paper's.
+(seed shared/seeds/004_0233cf066626872d.txt); equation numbers are the paper's.
 
 Step B1 (divide the branch system into subchains, multi-hinge subsystems and multi-input bodies) is
-done here, in Python, once per topology; the template ``templates/mstmm.pyx.j2`` renders the result
+done here, in Python, once per topology; the template ``templates/mstmm/mstmm.pyx.j2`` renders the result
 as one loop per run of chain bodies and explicit code per junction (multi-input body), so the
 generated code grows linearly with the number of bodies at most.
 
@@ -22,7 +22,7 @@ body.  Per body j the forward sweep does
              S_O += T11 S T22^-1, e_O += T11 (e + S b) (eqs 29-30; B3 at a junction)
     hinge    the smooth hinge between body j and its parent (revolute or ball): condensed form of
              eq 10 enforcing the moment condition AT the hinge (H^T m = joint torque), see
-             codegen/mstmm_ref.py "articulated"; this removes the singular closure of eq 59 and the
+             codegen/algorithms/mstmm/reference.py "articulated"; this removes the singular closure of eq 59 and the
              spurious singular value of eq 10 (det(T21 S + T22) = 0) documented there.
 The root hinge's output is the ground boundary (A4: r'' = 0, Omega' = 0 known), and the backward
 sweep (A5 / B4, eqs 25 and 33) gives every state z = [r'', Omega', m, q] and the relative joint
@@ -30,12 +30,15 @@ accelerations.
 
 Output of the states (generated module): ``kernel.mstmm_states(q, u, tau, t)`` (nb x 12: r'', Omega', m, q
 per joint) and ``kernel.joint_forces``; here ``joint_reactions`` (one state), ``reaction_history`` (a
-simulated Result) and ``attach_reactions`` (into Result.extra, so Result.save writes ``joint_force`` and
-``joint_moment`` into the NPZ).
+simulated Result; the runtime stores it as ``joint_force`` and ``joint_moment`` in the NPZ).
 """
 from __future__ import annotations
 
 from typing import Dict, List
+
+from ...model import JOINT_TYPES
+from ..family import BuildError
+from ..tree_plan import template_vars as tree_vars
 
 SUPPORTED = ("revolute", "spherical")
 
@@ -82,8 +85,6 @@ def plan_mstmm(plan) -> Dict:
        "ctype": joint type of the single input's hinge (chain) or None}                  (loop)
       {"kind": "junction", "j": j, "inputs": [(child, its joint type)], "type": ..., "nv": n}  (explicit)
     """
-    from .build import BuildError
-    from .model import JOINT_TYPES
     bad = sorted({t for t in plan.types if t not in SUPPORTED})
     if bad:
         raise BuildError(f"the mstmm algorithm handles revolute and spherical (ball) joints only; "
@@ -123,9 +124,9 @@ def plan_mstmm(plan) -> Dict:
     return {"groups": groups, "subchains": desc, "junctions": junctions}
 
 
-def template_vars(plan) -> Dict:
-    """Extra template variables for templates/mstmm.pyx.j2 (called from codegen.build.render)."""
-    return {"mst": plan_mstmm(plan)}
+def template_vars(plan, options) -> Dict:
+    """Variables of templates/mstmm/mstmm.pyx.j2: the rigid-tree ones and the sweep groups."""
+    return dict(tree_vars(plan, 72 * plan.nb), mst=plan_mstmm(plan))
 
 
 # ------------------------------------------------------------------ joint reactions as output
@@ -151,11 +152,3 @@ def reaction_history(system, result):
     for i, t in enumerate(result.t):
         F[i], M[i] = joint_reactions(system, result.q[i], result.u[i], None, float(t))
     return {"joint_force": F, "joint_moment": M}
-
-
-def attach_reactions(system, result):
-    """Add the joint reactions of every sample to result.extra, so that Result.save writes them into the
-    NPZ as ``joint_force`` and ``joint_moment`` (nt x nb x 3, world frame, rows in body_names order).
-    Returns the result."""
-    result.extra.update(reaction_history(system, result))
-    return result

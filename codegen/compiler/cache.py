@@ -1,9 +1,10 @@
-"""Render a model's kernels from the jinja2 templates, compile them with Cython, cache by content hash.
+"""Compile rendered kernels with Cython and cache them by content hash.
 
-The build key hashes what shapes the generated code: the model topology (not its numbers), the
-algorithm and its options, the templates, the generator's own source, and the Cython, compiler and
-Python versions. A hit imports the cached extension; a miss builds in a temporary folder and renames
-the finished files into place under a file lock, so concurrent builds of one model are safe.
+The build key hashes what shapes the generated code: the model topology and every name that reaches the
+source (not its numbers), the algorithm and its options, the templates and the generator's own source
+(model, symbolic, algorithms, build layers), and the Cython, compiler and Python versions. A hit imports
+the cached extension; a miss builds in a temporary folder and renames the finished files into place under
+a file lock, so concurrent builds of one model are safe.
 """
 from __future__ import annotations
 
@@ -21,44 +22,21 @@ import time
 from functools import lru_cache
 from pathlib import Path
 
-import jinja2
-
-from . import __version__
-from .model import JOINT_TYPES, Model
-from .plan import NP_BODY, Plan
-
-PACKAGE_DIR = Path(__file__).resolve().parent
-
-# algorithm name -> template and the options it takes (name -> allowed values, first is default)
-ALGORITHMS = {
-    "recursive": {"template": "recursive.pyx.j2", "options": {"ref_point": ("centroid", "joint", "origin")}},
-    "dense": {"template": "dense.pyx.j2", "options": {}},
-    "mstmm": {"template": "mstmm.pyx.j2", "options": {}, "vars": "mstmm"},
-}
-DENSE_MAX_NV = 4000
-
-
-class BuildError(RuntimeError):
-    pass
-
-
-def template_dir() -> Path:
-    """Templates: the source checkout's templates/ or the installed codegen/templates package data."""
-    installed = PACKAGE_DIR / "templates"
-    if installed.is_dir() and any(installed.glob("*.j2")):
-        return installed
-    return PACKAGE_DIR.parent / "templates"
+from .._version import __version__
+from ..algorithms import BuildError, family
+from .render import PACKAGE_DIR, names_key, render, template_dir
 
 
 def default_cache_dir() -> Path:
+    """$MBGEN_CACHE_DIR, else generated/ in a source checkout, else the user cache folder (platformdirs)."""
     env = os.environ.get("MBGEN_CACHE_DIR")
     if env:
         return Path(env).expanduser()
     checkout = PACKAGE_DIR.parent
     if (checkout / "pyproject.toml").is_file() and (checkout / "generated").is_dir():
         return checkout / "generated"
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "mbgen"
+    import platformdirs
+    return Path(platformdirs.user_cache_dir("mbgen", appauthor=False))
 
 
 @lru_cache(maxsize=None)
@@ -77,76 +55,20 @@ def _toolchain_fingerprint() -> str:
 @lru_cache(maxsize=None)
 def _source_fingerprint() -> str:
     h = hashlib.sha256()
-    files = sorted(template_dir().glob("*.j2")) + sorted(PACKAGE_DIR.glob("*.py")) + \
-        sorted((PACKAGE_DIR / "symbolic").glob("*.py"))
+    files = sorted(template_dir().rglob("*.j2")) + \
+        [f for layer in ("model", "symbolic", "algorithms", "compiler") for f in sorted((PACKAGE_DIR / layer).rglob("*.py"))]
     for f in files:
-        h.update(f.name.encode())
+        h.update(f.as_posix().split("/templates/")[-1].split("/codegen/")[-1].encode())
         h.update(f.read_bytes())
     return h.hexdigest()
 
 
-def resolve_options(algorithm: str, **options) -> dict:
-    if algorithm not in ALGORITHMS:
-        raise BuildError(f"unknown algorithm '{algorithm}' (known: {', '.join(ALGORITHMS)})")
-    spec = ALGORITHMS[algorithm]["options"]
-    out = {}
-    for name, allowed in spec.items():
-        v = options.get(name)
-        v = allowed[0] if v is None else v
-        if v not in allowed:
-            raise BuildError(f"option {name}='{v}' not one of {', '.join(allowed)}")
-        out[name] = v
-    return out
-
-
-def build_key(model: Model, algorithm: str, options: dict) -> str:
+def build_key(model, algorithm: str, options: dict) -> str:
     payload = json.dumps({"topology": model.topology_key(), "names": names_key(model),
                           "algorithm": algorithm, "options": options,
                           "generator": __version__, "sources": _source_fingerprint(),
                           "toolchain": _toolchain_fingerprint()}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:20]
-
-
-def comment(text) -> str:
-    """A user string (model, body, joint, force name) made safe for a one-line comment of generated code:
-    printable ASCII only (everything else escaped, so no line break can leave the comment), and no C
-    comment delimiters (Cython copies source lines into C comments)."""
-    s = "".join(c if " " <= c <= "~" else ascii(c)[1:-1] for c in str(text))
-    return s.replace("*/", "*\\/").replace("/*", "/\\*")
-
-
-def template_env() -> jinja2.Environment:
-    """The one jinja2 environment of all kernels. User strings reach the source only through |comment."""
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_dir())), undefined=jinja2.StrictUndefined,
-                             keep_trailing_newline=True, trim_blocks=False, lstrip_blocks=False)
-    env.filters["comment"] = comment
-    return env
-
-
-def names_key(model) -> str:
-    """Digest of every user string that reaches generated source (as escaped comments): part of the build key,
-    so a cached module always matches what its model would render."""
-    names = [model.name] + [j.name for j in model.joints] + [b.name for b in model.bodies] + \
-        [f.name for f in (*getattr(model, "springs", ()), *getattr(model, "point_springs", ()),
-                          *getattr(model, "joint_forces", ()))]
-    return hashlib.sha256(json.dumps(names).encode()).hexdigest()
-
-
-def render(plan: Plan, algorithm: str, options: dict, key: str) -> str:
-    from .symbolic.joints import jcalc_code
-    tpl = template_env().get_template(ALGORITHMS[algorithm]["template"])
-    nb, nv = plan.nb, plan.nv
-    work = {"recursive": 132 * nb, "dense": nv * nv + 2 * nv + 54 * nb, "mstmm": 72 * nb}[algorithm] + 8
-    hook = ALGORITHMS[algorithm].get("vars")          # module with template_vars(plan) -> extra variables
-    extra = importlib.import_module(f".{hook}", __package__).template_vars(plan) if hook else {}
-    return tpl.render(
-        version=__version__, build_hash=key, model_name=plan.model.name, algorithm=algorithm,
-        options=", ".join(f"{k}={v}" for k, v in options.items()) or "-", options_repr=repr(options),
-        nb=nb, nq=plan.nq, nv=nv, np=plan.np, npb=NP_BODY, roadmap=plan.roadmap(), segments=plan.segments,
-        parent=plan.parent, iq=plan.iq, iv=plan.iv, quat=plan.quat_offsets,
-        jcalc={t: jcalc_code(t) for t in plan.joint_types_used}, forces=plan.forces, work_size=work,
-        types_nv=[(t, JOINT_TYPES[t][1]) for t in plan.joint_types_used],
-        **options, **extra)
 
 
 def _compile(pyx: Path, build_dir: Path, modname: str, quiet: bool) -> Path:
@@ -179,18 +101,25 @@ def _compile(pyx: Path, build_dir: Path, modname: str, quiet: bool) -> Path:
     return Path(cmd.get_ext_fullpath(modname))
 
 
-def build_module(model: Model, algorithm: str = "recursive", cache_dir=None, progress: bool = False, **options):
+def resolve_options(algorithm: str, **options) -> dict:
+    """The options of `algorithm` with defaults filled in (BuildError for unknown ones)."""
+    return family(algorithm).resolve_options(**options)
+
+
+def build_module(model, algorithm: str = "recursive", cache_dir=None, progress: bool = False, **options):
     """Generate and compile (or fetch from the cache) the kernel module for a model.
 
-    Returns (module, info) where info holds the key, paths and timings.
+    Returns (module, info) where info holds the key, paths, timings and the resolved options.
     """
-    options = resolve_options(algorithm, **options)
-    if algorithm == "dense" and model.nv > DENSE_MAX_NV:
-        raise BuildError(f"the dense method stores an nv x nv mass matrix; nv = {model.nv} exceeds "
-                         f"{DENSE_MAX_NV}: use --algorithm recursive")
+    fam = family(algorithm, model)
+    options = fam.resolve_options(**options)
+    if fam.check is not None:
+        fam.check(model)
     key = build_key(model, algorithm, options)
-    return cached_module(key, f"mbgen_{algorithm}_{key}", f"build {model.name} [{algorithm}]",
-                         lambda: render(Plan(model), algorithm, options, key), cache_dir, progress)
+    mod, info = cached_module(key, f"mbgen_{algorithm}_{key}", f"build {model.name} [{algorithm}]",
+                              lambda: render(fam, fam.make_plan(model), options, key), cache_dir, progress)
+    info["options"] = options
+    return mod, info
 
 
 def cached_module(key: str, modname: str, label: str, source, cache_dir=None, progress: bool = False):
@@ -260,7 +189,8 @@ def _cython_errors(pyx: Path) -> str:
         return f"(could not re-run cython: {e})"
 
 
-def generated_source(model: Model, algorithm: str = "recursive", **options) -> str:
+def generated_source(model, algorithm: str = "recursive", **options) -> str:
     """The Cython source that would be compiled for this model (for inspection)."""
-    options = resolve_options(algorithm, **options)
-    return render(Plan(model), algorithm, options, build_key(model, algorithm, options))
+    fam = family(algorithm, model)
+    options = fam.resolve_options(**options)
+    return render(fam, fam.make_plan(model), options, build_key(model, algorithm, options))

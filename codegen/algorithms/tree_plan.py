@@ -1,4 +1,4 @@
-"""Topology plan: what the templates need, computed in Python.
+"""Topology plan of a rigid-body tree, shared by the recursive, dense and mstmm families.
 
 The plan turns a validated Model into
   * the tree as a parent array over bodies in topological order (Featherstone's lambda),
@@ -22,7 +22,7 @@ from typing import List
 
 import numpy as np
 
-from .model import GROUND, JOINT_TYPES, QUATERNION_JOINTS, Model
+from ..model import GROUND, JOINT_TYPES, QUATERNION_JOINTS, Model
 
 NP_BODY = 34            # per body: s(3) C(9) m(1) rho(3) J'(9) Kout(9)
 P_GRAVITY = 0           # p[0:3] gravity
@@ -191,3 +191,12 @@ class Plan:
             rows.append(f"{k:>5} {self.body_names[k][:16]:<16} {par[:16]:<16} {self.joint_names[k][:16]:<16} "
                         f"{self.types[k]:<12} {qr:>9} {ur:>9}")
         return rows
+
+
+def template_vars(plan: Plan, work_size: int) -> dict:
+    """Variables of templates/shared/base.pyx.j2 (the rigid-tree kernels); joint helpers from sympy."""
+    from ..symbolic.joints import jcalc_code
+    return dict(nb=plan.nb, nq=plan.nq, nv=plan.nv, np=plan.np, npb=NP_BODY, roadmap=plan.roadmap(),
+                segments=plan.segments, parent=plan.parent, iq=plan.iq, iv=plan.iv, quat=plan.quat_offsets,
+                jcalc={t: jcalc_code(t) for t in plan.joint_types_used}, forces=plan.forces,
+                work_size=work_size + 8, types_nv=[(t, JOINT_TYPES[t][1]) for t in plan.joint_types_used])

@@ -10,7 +10,8 @@ import math
 
 import numpy as np
 
-from .model import Body, Joint, JointSpringDamper, Model, Placement
+from .beams import pendulum  # noqa: F401  (flexible pendulum M3)
+from .core import Body, Joint, JointSpringDamper, Model, Placement
 
 AXIAL = 1e-3 / 12
 
@@ -128,7 +129,7 @@ def random_rotation(rng) -> np.ndarray:
 
 def random_tree(n: int, seed: int = 0, types=JOINT_MIX, floating: bool = False, forces: bool = False) -> Model:
     """A random tree of n bodies with random joint types, placements, axes, masses and inertias."""
-    from .model import JointForce, PointSpringDamper, TimeFunction
+    from .core import JointForce, PointSpringDamper, TimeFunction
     rng = np.random.default_rng(seed)
     bodies, joints = [], []
     for k in range(n):
@@ -166,7 +167,7 @@ def random_tree(n: int, seed: int = 0, types=JOINT_MIX, floating: bool = False, 
                                                                                value=1.5)),
                           JointForce("f_table", scal[1].name, 0, TimeFunction("table", t=np.array([0, 0.1, 0.2]),
                                                                                 y=np.array([0, 2.0, -1.0])))]
-        from .model import validate
+        from .core import validate
         validate(m)
     return m
 

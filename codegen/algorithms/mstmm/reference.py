@@ -394,14 +394,14 @@ def aba_reference(model, q, u, tau=None, dps: int = 30) -> np.ndarray:
     serves as the exact answer for the double-precision kernels on ill-conditioned systems such as M5
     (axial inertia 1e-4 of the transverse: cond(M) up to 1e14 at N = 999).
 
-    Frames and numbers are the plan's (codegen.plan: body frame = canonical child joint frame, parent
+    Frames and numbers are the plan's (codegen.algorithms.tree_plan: body frame = canonical child joint frame, parent
     joint frame at (s, C) in the parent's body frame, centroid rho and central inertia J' in the body
     frame); the quaternion is renormalised in mpmath.  The articulated inertia handed to the parent is
     symmetrised: without that, its round-off antisymmetric part doubles at every ball-jointed thin rod
     (at 40 digits the answer is lost after about 150 rods of M5).
     """
     import mpmath as mpm
-    from .plan import NP_BODY, Plan
+    from ..tree_plan import NP_BODY, Plan
     bad = sorted({j.type for j in model.joints} - {"revolute", "spherical"})
     if bad or model.springs or model.point_springs or model.joint_forces or model.tau_hook is not None:
         raise ValueError("aba_reference: revolute/spherical joints, gravity and tau only")

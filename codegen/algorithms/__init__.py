@@ -1,0 +1,25 @@
+"""Algorithm families, one folder each; adding one is one line here (see docs/architecture.md)."""
+from __future__ import annotations
+
+from . import dense, mstmm, rancf, recursive
+from .family import BuildError, Family
+
+FAMILIES = {f.name: f for f in (recursive.FAMILY, dense.FAMILY, mstmm.FAMILY, rancf.FAMILY)}
+
+
+def family(name: str, model=None) -> Family:
+    """The registered family `name`; with a model, checked to accept that kind of model."""
+    if name not in FAMILIES:
+        raise BuildError(f"unknown algorithm '{name}' (known: {', '.join(FAMILIES)})")
+    fam = FAMILIES[name]
+    if model is not None:
+        kind = "beams" if hasattr(model, "beams") else "tree"
+        if fam.models != kind:
+            others = [f.name for f in FAMILIES.values() if f.models == kind]
+            raise BuildError(f"algorithm '{name}' takes {fam.models} models; this is a "
+                             f"{'flexible-beam' if kind == 'beams' else 'rigid-tree'} model: use "
+                             f"{' or '.join(others)}")
+    return fam
+
+
+__all__ = ["BuildError", "FAMILIES", "Family", "family"]

@@ -1,0 +1,57 @@
+"""Render a model's kernel from its family's template: jinja2 holds structure, the family's plan the maths.
+
+User strings (model, body, joint, force names) reach the source only through the ``comment`` filter.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import jinja2
+
+from .._version import __version__
+from ..algorithms import Family
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
+
+
+def template_dir() -> Path:
+    """Templates: the source checkout's templates/ or the installed codegen/templates package data."""
+    installed = PACKAGE_DIR / "templates"
+    if installed.is_dir() and any(installed.glob("*/*.j2")):
+        return installed
+    return PACKAGE_DIR.parent / "templates"
+
+
+def comment(text) -> str:
+    """A user string (model, body, joint, force name) made safe for a one-line comment of generated code:
+    printable ASCII only (everything else escaped, so no line break can leave the comment), and no C
+    comment delimiters (Cython copies source lines into C comments)."""
+    s = "".join(c if " " <= c <= "~" else ascii(c)[1:-1] for c in str(text))
+    return s.replace("*/", "*\\/").replace("/*", "/\\*")
+
+
+def template_env() -> jinja2.Environment:
+    """The one jinja2 environment of all kernels. User strings reach the source only through |comment."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_dir())), undefined=jinja2.StrictUndefined,
+                             keep_trailing_newline=True, trim_blocks=False, lstrip_blocks=False)
+    env.filters["comment"] = comment
+    return env
+
+
+def names_key(model) -> str:
+    """Digest of every user string that reaches generated source (as escaped comments): part of the build key,
+    so a cached module always matches what its model would render."""
+    names = [model.name] + [j.name for j in model.joints] + [b.name for b in model.bodies] + \
+        [f.name for f in (*getattr(model, "springs", ()), *getattr(model, "point_springs", ()),
+                          *getattr(model, "joint_forces", ()))]
+    return hashlib.sha256(json.dumps(names).encode()).hexdigest()
+
+
+def render(fam: Family, plan, options: dict, key: str) -> str:
+    """The Cython source of one model for one family (header: version, build hash, roadmap)."""
+    tpl = template_env().get_template(fam.template)
+    return tpl.render(version=__version__, build_hash=key, model_name=plan.model.name, algorithm=fam.name,
+                      options=", ".join(f"{k}={v}" for k, v in options.items()) or "-", options_repr=repr(options),
+                      **options, **fam.template_vars(plan, options))

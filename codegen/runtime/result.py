@@ -1,0 +1,109 @@
+"""Simulation results: arrays with names and metadata; NPZ, CSV and PNG outputs."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+import numpy as np
+
+
+class Result:
+    """Sampled trajectory with body poses and energies; save() writes NPZ, save_csv() CSV, plot() PNG."""
+
+    def __init__(self, t, q, u, coord_names, velocity_names, body_names, body_com, body_quat, energy_kinetic,
+                 energy_potential, meta, extra=None):
+        self.t, self.q, self.u = t, q, u
+        self.coord_names, self.velocity_names, self.body_names = coord_names, velocity_names, body_names
+        self.body_com, self.body_quat = body_com, body_quat
+        self.energy_kinetic, self.energy_potential = energy_kinetic, energy_potential
+        self.meta = meta
+        self.extra = extra or {}
+
+    @property
+    def energy_total(self):
+        return self.energy_kinetic + self.energy_potential
+
+    def coord(self, name: str) -> np.ndarray:
+        return self.q[:, self.coord_names.index(name)]
+
+    def arrays(self) -> dict:
+        d = {"t": self.t, "q": self.q, "u": self.u, "coord_names": np.array(self.coord_names),
+             "velocity_names": np.array(self.velocity_names), "body_names": np.array(self.body_names),
+             "body_com": self.body_com, "body_quat": self.body_quat, "energy_kinetic": self.energy_kinetic,
+             "energy_potential": self.energy_potential, "meta": np.array(json.dumps(self.meta))}
+        d.update(self.extra)
+        return d
+
+    def save(self, path) -> str:
+        """Write the NPZ atomically (temporary file in the same folder, then rename)."""
+        path = os.fspath(path)
+        if not path.endswith(".npz"):
+            path += ".npz"
+        atomic_write(path, lambda fh: np.savez_compressed(fh, **self.arrays()))
+        return path
+
+    def save_csv(self, path) -> str:
+        """t, q, u, energies as columns with a header row."""
+        path = os.fspath(path)
+        cols = ["t"] + [f"q:{n}" for n in self.coord_names] + [f"u:{n}" for n in self.velocity_names] + \
+            ["energy_kinetic", "energy_potential"]
+        data = np.column_stack([self.t, self.q, self.u, self.energy_kinetic, self.energy_potential])
+        atomic_write(path, lambda fh: np.savetxt(fh, data, delimiter=",", header=",".join(cols), comments=""))
+        return path
+
+    def plot(self, path) -> str:
+        """PNG: coordinates against time (top) and energies (bottom)."""
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, (a1, a2) = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
+        nshow = min(len(self.coord_names), 12)
+        for k in range(nshow):
+            a1.plot(self.t, self.q[:, k], label=self.coord_names[k])
+        a1.set_ylabel("coordinates")
+        a1.legend(fontsize=7, ncol=3, loc="best")
+        if nshow < len(self.coord_names):
+            a1.set_title(f"first {nshow} of {len(self.coord_names)} coordinates", fontsize=9)
+        e0 = self.energy_total[0]
+        a2.plot(self.t, self.energy_kinetic, label="kinetic")
+        a2.plot(self.t, self.energy_potential, label="potential")
+        a2.plot(self.t, self.energy_total, "k--", label="total")
+        a2.set_xlabel("t [s]")
+        a2.set_ylabel("energy [J]")
+        drift = np.max(np.abs(self.energy_total - e0)) / max(abs(e0), np.max(np.abs(self.energy_kinetic)), 1e-300)
+        a2.set_title(f"max relative drift of the total: {drift:.2e}", fontsize=9)
+        a2.legend(fontsize=8)
+        fig.suptitle(f"{self.meta.get('model_name', '')}: {self.meta.get('algorithm')} "
+                     f"{self.meta.get('options', '')}, {self.meta.get('integrator')}")
+        fig.tight_layout()
+        path = os.fspath(path)
+        atomic_write(path, lambda fh: fig.savefig(fh, dpi=110, format="png"))
+        plt.close(fig)
+        return path
+
+
+def load_result(path) -> Result:
+    with np.load(path, allow_pickle=False) as z:
+        d = {k: z[k] for k in z.files}
+    keys = {"t", "q", "u", "coord_names", "velocity_names", "body_names", "body_com", "body_quat",
+            "energy_kinetic", "energy_potential", "meta"}
+    return Result(d["t"], d["q"], d["u"], list(d["coord_names"]), list(d["velocity_names"]),
+                  list(d["body_names"]), d["body_com"], d["body_quat"], d["energy_kinetic"],
+                  d["energy_potential"], json.loads(str(d["meta"])), {k: v for k, v in d.items() if k not in keys})
+
+
+def atomic_write(path: str, writer):
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp.", suffix=os.path.splitext(path)[1], dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            writer(fh)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
