@@ -9,7 +9,10 @@ import numpy as np
 
 
 class Result:
-    """Sampled trajectory with body poses and energies; save() writes NPZ, save_csv() CSV, plot() PNG."""
+    """Sampled trajectory with body poses and energies; save() writes NPZ, save_csv() CSV, plot() PNG.
+
+    Beam models add extra arrays (saved in the same NPZ): node_names, node_pos (nt x n_nodes x 2),
+    energy_elastic, energy_gravity, snapshot_index, snapshot_curve; energy_potential = elastic + gravity."""
 
     def __init__(self, t, q, u, coord_names, velocity_names, body_names, body_com, body_quat, energy_kinetic,
                  energy_potential, meta, extra=None):
@@ -52,8 +55,22 @@ class Result:
         atomic_write(path, lambda fh: np.savetxt(fh, data, delimiter=",", header=",".join(cols), comments=""))
         return path
 
+    @property
+    def node_names(self):
+        return [str(s) for s in self.extra["node_names"]]
+
+    @property
+    def node_pos(self):
+        return self.extra["node_pos"]
+
+    def node(self, name: str) -> np.ndarray:
+        return self.node_pos[:, self.node_names.index(name)]
+
     def plot(self, path) -> str:
-        """PNG: coordinates against time (top) and energies (bottom)."""
+        """PNG: coordinates against time (top) and energies (bottom); beam models: node paths with
+        configuration snapshots (left), tip coordinates and energies (right)."""
+        if "node_pos" in self.extra:
+            return self._plot_beams(path)
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
@@ -76,6 +93,56 @@ class Result:
         a2.legend(fontsize=8)
         fig.suptitle(f"{self.meta.get('model_name', '')}: {self.meta.get('algorithm')} "
                      f"{self.meta.get('options', '')}, {self.meta.get('integrator')}")
+        fig.tight_layout()
+        path = os.fspath(path)
+        atomic_write(path, lambda fh: fig.savefig(fh, dpi=110, format="png"))
+        plt.close(fig)
+        return path
+
+    def _plot_beams(self, path) -> str:
+        """PNG: node paths with configuration snapshots (left), tip coordinates and energies (right)."""
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        P = self.node_pos
+        fig = plt.figure(figsize=(12, 7))
+        a0 = fig.add_subplot(1, 2, 1)
+        if "snapshot_curve" in self.extra:          # 11 points per element
+            npe = 11
+            for k, c in zip(self.extra["snapshot_index"], self.extra["snapshot_curve"]):
+                col = plt.cm.viridis(k / max(len(self.t) - 1, 1))
+                for el in c.reshape(-1, npe, 2):
+                    a0.plot(el[:, 0], el[:, 1], "-", color=col, lw=1)
+                a0.plot(P[k, :, 0], P[k, :, 1], ".", color=col, ms=3)
+        else:
+            for k in np.linspace(0, len(self.t) - 1, 9).astype(int):
+                a0.plot(P[k, :, 0], P[k, :, 1], "-", color=plt.cm.viridis(k / max(len(self.t) - 1, 1)), lw=1)
+        tip = self.node("tip") if "tip" in self.node_names else P[:, -1]
+        a0.plot(tip[:, 0], tip[:, 1], "k--", lw=0.8, label="tip path")
+        a0.set_aspect("equal")
+        a0.set_xlabel("x [m]")
+        a0.set_ylabel("y [m]")
+        a0.legend(fontsize=8)
+        a0.set_title("beams at 9 instants (11 points per element; dots: nodes)", fontsize=9)
+        a1 = fig.add_subplot(2, 2, 2)
+        a1.plot(self.t, tip[:, 0], label="tip x")
+        a1.plot(self.t, tip[:, 1], label="tip y")
+        a1.set_ylabel("m")
+        a1.legend(fontsize=8)
+        a2 = fig.add_subplot(2, 2, 4, sharex=a1)
+        Ue = self.extra["energy_elastic"]
+        Vg = self.extra["energy_gravity"]
+        tot = self.energy_total
+        a2.plot(self.t, self.energy_kinetic, label="kinetic")
+        a2.plot(self.t, Ue, label="elastic")
+        a2.plot(self.t, Vg, label="gravity")
+        a2.plot(self.t, tot, "k--", label="total")
+        scale = max(np.abs(self.energy_kinetic).max(), np.abs(Vg).max(), 1e-300)
+        a2.set_title(f"max |E - E0| / max(T, |V|) = {np.abs(tot - tot[0]).max() / scale:.2e}", fontsize=9)
+        a2.set_xlabel("t [s]")
+        a2.set_ylabel("J")
+        a2.legend(fontsize=8)
+        fig.suptitle(f"{self.meta.get('model_name', '')}: {self.meta.get('algorithm')}, {self.meta.get('integrator')}")
         fig.tight_layout()
         path = os.fspath(path)
         atomic_write(path, lambda fh: fig.savefig(fh, dpi=110, format="png"))
@@ -107,3 +174,6 @@ def atomic_write(path: str, writer):
         raise
 
 
+
+
+BeamResult = Result        # one Result for rigid and beam models (name kept for existing code)

@@ -1,56 +1,99 @@
-"""The user-facing compiled system: a model bound to one compiled kernel module."""
+"""The user-facing compiled system: a model (rigid tree or flexible beams) bound to one compiled kernel."""
 from __future__ import annotations
 
+import warnings
 from typing import Optional
 
 import numpy as np
 
 from ..algorithms import family
 from ..algorithms.mstmm import joint_reactions, reaction_history
-from ..compiler import build_module
-from ..model import BeamModel, Model
+from ..compiler import BuildError, build_module
+from ..model import BeamModel
 from .integrate import integrate_chunks, start_state, versions
 from .result import Result
 
-INTEGRATORS = ("rk4", "dopri5")
+BEAM_METHODS = ("rancf", "dense")   # beam models: the O(n) recursion, or the dense Cholesky of the same Omega
 
 
 class System:
-    """A model bound to one compiled kernel module (topology + algorithm + options)."""
+    """A model bound to one compiled kernel module (topology + algorithm + options).
 
-    def __init__(self, model: Model, algorithm: str = "recursive", cache_dir=None, progress: bool = False,
+    Rigid trees: algorithms recursive (ref_point centroid | joint | origin), dense, mstmm.  Flexible beams:
+    the rancf module, which holds the O(n) recursion (eqs 44-55) and the dense Cholesky solve of the same
+    Omega and Gamma (eq 41) as a reference: algorithm 'rancf' or 'dense' picks one (``set_algorithm``).
+    """
+
+    def __init__(self, model, algorithm: Optional[str] = None, cache_dir=None, progress: bool = False,
                  **options):
         self.model = model
+        self.beams = isinstance(model, BeamModel)
+        if self.beams:
+            if algorithm in (None, "recursive"):
+                algorithm = "rancf"
+            if algorithm not in BEAM_METHODS:
+                raise BuildError(f"beam models take algorithm 'rancf' (O(n), eqs 44-55) or 'dense' (Cholesky "
+                                 f"reference), not '{algorithm}'")
+        algorithm = algorithm or "recursive"
         self.algorithm = algorithm
-        self.module, self.build_info = build_module(model, algorithm, cache_dir=cache_dir, progress=progress,
-                                                    **options)
-        self.options = dict(self.module.OPTIONS)
-        self.plan = family(algorithm).make_plan(model)
-        self.kernel = self.module.System()
+        self.family = family("rancf" if self.beams else algorithm, model)
+        self.module, self.build_info = build_module(model, self.family.name, cache_dir=cache_dir,
+                                                    progress=progress, **options)
+        self.options = dict(self.build_info["options"])
+        self.plan = self.family.make_plan(model)
+        self.kernel = getattr(self.module, self.family.kernel_class)()
         self.kernel.set_params(self.plan.params())
-        self.kernel.set_hook(model.tau_hook)
+        if self.beams:
+            self.kernel.set_method(BEAM_METHODS.index(algorithm))
+            self.node_names = list(self.plan.node_names)
+            self.body_names = list(self.plan.beam_order)
+        else:
+            self.kernel.set_hook(model.tau_hook)
+            self.body_names = self.plan.body_names
         self.nq, self.nv = model.nq, model.nv
         self.coord_names = model.coord_names
         self.velocity_names = model.velocity_names
-        self.body_names = self.plan.body_names
 
     def __repr__(self):
-        return (f"<System {self.model.name}: {len(self.body_names)} bodies, nq={self.nq}, nv={self.nv}, "
+        what = (f"{len(self.body_names)} beams, {self.plan.nbar} elements" if self.beams
+                else f"{len(self.body_names)} bodies")
+        return (f"<System {self.model.name}: {what}, nq={self.nq}, nv={self.nv}, "
                 f"{self.algorithm} {self.options} [{self.build_info['key']}]>")
 
+    @property
+    def integrators(self):
+        return self.family.integrators
+
     # ---------------------------------------------------------------- parameters
-    def update_model(self, model: Model):
+    def update_model(self, model):
         """Load new numbers (masses, placements, spring constants) of a model with the same topology."""
         if model.topology_key() != self.model.topology_key():
             raise ValueError("topology differs: build a new System for this model")
-        self.model, self.plan = model, family(self.algorithm).make_plan(model)
+        self.model, self.plan = model, self.family.make_plan(model)
         self.kernel.set_params(self.plan.params())
-        self.kernel.set_hook(model.tau_hook)
+        if not self.beams:
+            self.kernel.set_hook(model.tau_hook)
 
     def set_hook(self, hook):
         """hook(t, q, u) -> extra generalized forces (nv); runs with the GIL, so it costs speed."""
+        self._rigid("set_hook")
         self.model.tau_hook = hook
         self.kernel.set_hook(hook)
+
+    def set_algorithm(self, algorithm: str):
+        """Beam models: switch between the O(n) recursion ('rancf') and the dense reference ('dense')."""
+        if not self.beams or algorithm not in BEAM_METHODS:
+            raise ValueError(f"set_algorithm: beam models only, one of {BEAM_METHODS}")
+        self.algorithm = algorithm
+        self.kernel.set_method(BEAM_METHODS.index(algorithm))
+
+    def _rigid(self, what):
+        if self.beams:
+            raise ValueError(f"{what} is defined for rigid-body models; this is a flexible-beam model")
+
+    def _beam(self, what):
+        if not self.beams:
+            raise ValueError(f"{what} is defined for flexible-beam models; this is a rigid-body model")
 
     # ---------------------------------------------------------------- kernels
     def _qu(self, q, u):
@@ -60,17 +103,27 @@ class System:
             raise ValueError(f"expected q of length {self.nq} and u of length {self.nv}")
         return q, u
 
-    def forward_dynamics(self, q, u, tau=None, t: float = 0.0) -> np.ndarray:
-        """udot = M^-1 (tau + applied - bias), applied forces of the model evaluated at time t."""
+    def forward_dynamics(self, q, u, tau=None, t: float = 0.0, algorithm: Optional[str] = None) -> np.ndarray:
+        """udot = M^-1 (tau + applied - bias), applied forces of the model evaluated at time t.
+        Beam models: betadot from Omega betadot = Q - Gamma (Hu & Wang eq 40), Q = tau (default 0); the
+        `algorithm` argument ('rancf' or 'dense') overrides the system's for this call."""
+        if self.beams:
+            q, u = self._qu(q, u)
+            meth = BEAM_METHODS.index(algorithm or self.algorithm)
+            return self.kernel.forward_dynamics(q, u, None if tau is None else np.ascontiguousarray(tau, float), meth)
         return self.kernel.forward_dynamics(q, u, tau, t)     # the kernel checks sizes and types
 
     def inverse_dynamics(self, q, u, udot, t: float = 0.0) -> np.ndarray:
         """tau with forward_dynamics(q, u, tau, t) == udot (recursive Newton-Euler)."""
+        self._rigid("inverse_dynamics")
         q, u = self._qu(q, u)
         return self.kernel.inverse_dynamics(q, u, np.ascontiguousarray(udot, dtype=float).reshape(-1), t)
 
     def mass_matrix(self, q) -> np.ndarray:
         """Joint-space mass matrix (dense algorithm: CRBA; otherwise column by column from RNEA)."""
+        if self.beams:                       # dense Omega = C^T Phi^T M_E Phi C (Hu & Wang eq 41)
+            q, _ = self._qu(q, np.zeros(self.nv))
+            return self.kernel.omega_gamma(q, np.zeros(self.nv))[0]
         q = np.ascontiguousarray(q, dtype=float).reshape(-1)
         if hasattr(self.kernel, "mass_matrix"):
             return self.kernel.mass_matrix(q)
@@ -85,12 +138,17 @@ class System:
         return 0.5 * (M + M.T)
 
     def qdot(self, q, u) -> np.ndarray:
+        self._rigid("qdot")
         q, u = self._qu(q, u)
         return self.kernel.qdot_of(q, u)
 
     def energy(self, q, u):
-        """(kinetic, potential) at one state; potential includes gravity and springs."""
+        """(kinetic, potential) at one state; potential includes gravity and springs.  Beam models:
+        (kinetic, elastic, gravity potential)."""
         q, u = self._qu(q, u)
+        if self.beams:
+            _, en, _ = self.kernel.outputs_at(np.concatenate([q, u])[None, :])
+            return tuple(float(x) for x in en[0])
         _, _, en = self.kernel.outputs_at(np.concatenate([q, u])[None, :])
         return float(en[0, 0]), float(en[0, 1])
 
@@ -98,6 +156,7 @@ class System:
         """(F, M), nb x 3 each, world frame: force and moment (about the joint point) that the parent exerts
         on each body through its joint. Algorithm 'mstmm' only: the internal forces of its state vectors
         (Rui et al. eq 1)."""
+        self._rigid("joint_reactions")
         q, u = self._qu(q, u)
         return joint_reactions(self, q, u, tau, t)
 
@@ -113,6 +172,7 @@ class System:
 
     def body_poses(self, q):
         """World centroid (nb x 3) and orientation quaternion w, x, y, z (nb x 4) of every body."""
+        self._rigid("body_poses")
         q, _ = self._qu(q, np.zeros(self.nv))
         com, quat, _ = self.kernel.outputs_at(np.concatenate([q, np.zeros(self.nv)])[None, :])
         return com[0], quat[0]
@@ -120,43 +180,108 @@ class System:
     def initial_state(self):
         return self.model.initial_state()
 
+    # ---------------------------------------------------------------- beam models (Hu & Wang)
+    def omega_gamma(self, q, u):
+        self._beam("omega_gamma")
+        q, u = self._qu(q, u)
+        return self.kernel.omega_gamma(q, u)
+
+    def element_coordinates(self, q) -> np.ndarray:
+        q, _ = self._qu(q, np.zeros(self.nv))
+        return self.kernel.element_coordinates(q)
+
+    def node_positions(self, q) -> np.ndarray:
+        q, _ = self._qu(q, np.zeros(self.nv))
+        pos, _, _ = self.kernel.outputs_at(np.concatenate([q, np.zeros(self.nv)])[None, :])
+        return pos[0]
+
+    def curve(self, q, npts: int = 11) -> np.ndarray:
+        """Points along every element (N_bar x npts x 2), r = S(xi) e (eqs 2-3)."""
+        q, _ = self._qu(q, np.zeros(self.nv))
+        return self.kernel.element_points(q, npts)
+
     # ---------------------------------------------------------------- simulation
     def simulate(self, t_end: float, dt: float, integrator: str = "rk4", q0=None, u0=None, rtol: float = 1e-8,
-                 atol: float = 1e-10, h_max: Optional[float] = None, substeps: int = 1,
-                 progress: bool = False) -> "Result":
+                 atol: float = 1e-10, h_max: Optional[float] = None, substeps: int = 1, progress: bool = False,
+                 alpha: float = -0.05, newton_tol: float = 1e-6, max_newton: int = 20) -> Result:
         """Integrate from the model's initial state (or q0, u0) to t_end, sampling every dt.
 
         rk4 takes fixed steps of dt / substeps; dopri5 chooses its own steps (rtol, atol, h_max) and writes the
-        samples by dense output. The whole loop runs in compiled code; the Python side only hands out
+        samples by dense output; hht (beam models): implicit HHT-alpha (alpha in [-1/3, 0]), modified Newton
+        iterations with the analytical elastic Jacobian, the iteration matrix Omega + beta h^2 (1+alpha) K
+        factored by the same O(n) recursion and reused across iterations and steps until the convergence
+        slows, fixed step dt/substeps.  The whole loop runs in compiled code; the Python side only hands out
         chunks so that a progress bar can move.
         """
-        if integrator not in INTEGRATORS:
-            raise ValueError(f"integrator '{integrator}' not one of {', '.join(INTEGRATORS)}")
+        if integrator not in self.integrators:
+            raise ValueError(f"integrator '{integrator}' not one of {', '.join(self.integrators)}"
+                             + ("" if self.beams else " (hht: flexible-beam models only)"))
+        if integrator == "hht" and not (-1.0 / 3.0 <= alpha <= 0.0):
+            raise ValueError("HHT alpha must lie in [-1/3, 0]")
         x, ts = start_state(self, t_end, dt, q0, u0)
+        acc, nfact = None, 0
+
+        def hht(t0, x, m):                    # m samples of HHT-alpha (the state x is updated in place)
+            nonlocal acc, nfact
+            if acc is None:
+                acc = self.kernel.forward_dynamics(x[:self.nq].copy(), x[self.nq:].copy(), None, 0)
+            out = self.kernel.integrate_hht(t0, x, acc, dt / substeps, m, substeps, alpha, newton_tol, max_newton)
+            nfact += self.kernel.hht_nfact
+            return out
+
         X, stats, wall = integrate_chunks(self.kernel, x, ts, integrator, substeps, rtol, atol, h_max,
-                                          f"simulate {self.model.name}", progress)
-        com, quat, en = self.kernel.outputs_at(X)
+                                          f"simulate {self.model.name}", progress, other=hht)
+        if integrator == "hht" and stats[3]:
+            warnings.warn(f"HHT: {int(stats[3])} of {int(stats[1])} steps stopped at {max_newton} Newton iterations "
+                          f"without reaching newton_tol = {newton_tol:g}", RuntimeWarning)
         meta = {"model": self.model.source, "model_name": self.model.name, "algorithm": self.algorithm,
-                "options": self.options, "integrator": integrator, "dt": dt, "t_end": t_end,
+                "options": self.options, "integrator": integrator, "dt": dt, "t_end": t_end, "substeps": substeps,
                 "rtol": rtol if integrator == "dopri5" else None, "atol": atol if integrator == "dopri5" else None,
                 "wall_time_s": wall, "rhs_evaluations": int(stats[0]), "steps": int(stats[1]),
-                "rejected_steps": int(stats[2]), "build_key": self.build_info["key"],
-                "versions": versions()}
-        res = Result(ts, X[:, :self.nq].copy(), X[:, self.nq:].copy(), list(self.coord_names),
-                     list(self.velocity_names), list(self.body_names), com, quat, en[:, 0].copy(),
-                     en[:, 1].copy(), meta)
+                "rejected_steps": int(stats[2]) if integrator == "dopri5" else 0,
+                "build_key": self.build_info["key"], "versions": versions()}
+        if integrator == "hht":
+            meta.update(hht_alpha=alpha, newton_iterations=int(stats[2]), newton_not_converged=int(stats[3]),
+                        newton_factorizations=nfact)
+        q, u = X[:, :self.nq].copy(), X[:, self.nq:].copy()
+        names = (list(self.coord_names), list(self.velocity_names), list(self.body_names))
+        if self.beams:
+            com, quat, ekin, epot, extra = self._beam_outputs(X, ts)
+            return Result(ts, q, u, *names, com, quat, ekin, epot, meta, extra)
+        com, quat, en = self.kernel.outputs_at(X)
+        res = Result(ts, q, u, *names, com, quat, en[:, 0].copy(), en[:, 1].copy(), meta)
         if self.algorithm == "mstmm":             # NPZ: joint_force, joint_moment (nt x nb x 3)
             res.extra.update(reaction_history(self, res))
         return res
 
+    def _beam_outputs(self, X, ts):
+        """Beam results: body (beam) centroids and planar orientations, energies, and the extra arrays
+        node_names, node_pos (nt x n_nodes x 2), energy_elastic, energy_gravity (gravity and constant loads:
+        -F_E . e), snapshot_index, snapshot_curve (9 instants x 11 points per element x 2, r = S(xi) e, eqs 2-3)."""
+        pos, en, com = self.kernel.outputs_at(X)
+        ang = np.zeros((len(ts), len(self.body_names)))
+        nel = {bm.name: bm.elements for bm in self.model.beams}
+        for b, name in enumerate(self.plan.beam_order):
+            n0 = self.plan.node0[name]
+            d = pos[:, n0 + nel[name]] - pos[:, n0]
+            ang[:, b] = np.arctan2(d[:, 1], d[:, 0])
+        quat = np.zeros((len(ts), len(self.body_names), 4))
+        quat[..., 0], quat[..., 3] = np.cos(ang / 2), np.sin(ang / 2)
+        com3 = np.concatenate([com, np.zeros(com.shape[:2] + (1,))], axis=2)
+        snap = np.unique(np.linspace(0, len(ts) - 1, 9).astype(int))
+        extra = {"node_names": np.array(self.node_names), "node_pos": pos, "energy_elastic": en[:, 1].copy(),
+                 "energy_gravity": en[:, 2].copy(), "snapshot_index": snap,
+                 "snapshot_curve": np.array([self.kernel.element_points(X[k, :self.nq].copy(), 11).reshape(-1, 2)
+                                             for k in snap])}
+        return com3, quat, en[:, 0].copy(), en[:, 1] + en[:, 2], extra
 
-def build(model: Model, algorithm: str = "recursive", ref_point: Optional[str] = None, cache_dir=None,
+
+BeamSystem = System          # one System for rigid and beam models (name kept for existing code)
+
+
+def build(model, algorithm: Optional[str] = None, ref_point: Optional[str] = None, cache_dir=None,
           progress: bool = False, **options) -> System:
     """Generate, compile (or reuse from the cache) and load the kernels for a model."""
-    if isinstance(model, BeamModel):     # flexible beams: RANCF kernels (runtime/beams.py)
-        from .beams import build as build_beams
-        return build_beams(model, algorithm, cache_dir=cache_dir, progress=progress, ref_point=ref_point,
-                           **options)
     if ref_point is not None:
         options["ref_point"] = ref_point
     return System(model, algorithm, cache_dir=cache_dir, progress=progress, **options)
