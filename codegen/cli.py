@@ -97,7 +97,7 @@ def _inspect_registry():
         reg[f"reference-point {p}"] = (f"analysis reference point '{p}' (Kang & Yoon eqs 3-8, 25, 33, 36)",
                                        lambda p=p: spatial.reference_point(p))
     reg["spatial"] = ("skew matrix and the shift matrix T^P (Kang & Yoon eq 4)", spatial.spatial_elements)
-    for modname in ("ancf", "mstmm"):      # later algorithm families register their elements here
+    for modname in ("ancf", "mstmm_examples"):      # later algorithm families register their elements here
         try:
             mod = __import__(f"codegen.symbolic.{modname}", fromlist=["INSPECT"])
         except ImportError:
@@ -107,11 +107,28 @@ def _inspect_registry():
     return reg
 
 
+def _print_algorithms():
+    """Every registered algorithm family: name, paper, options, model kind, joint types, integrators."""
+    from .algorithms import FAMILIES
+    for f in FAMILIES.values():
+        opts = ", ".join(f"{k}={'|'.join(v)} (default {v[0]})" for k, v in f.options.items()) or "-"
+        print(f"{f.name}: {f.description}")
+        print(f"  paper:       {f.paper}")
+        print(f"  models:      {'rigid-body trees' if f.models == 'tree' else 'flexible planar beams'}")
+        print(f"  {'joint types:' if f.models == 'tree' else 'connections:'} {', '.join(f.joint_types)}")
+        print(f"  options:     {opts}")
+        print(f"  integrators: {', '.join(f.integrators)}")
+        print(f"  template:    templates/{f.template}")
+
+
 def cmd_inspect(args):
     import sympy as sp
     reg = _inspect_registry()
     name = " ".join(args.what)
+    if name == "algorithms":
+        return _print_algorithms()
     if not name or name == "list":
+        print("Algorithm families: mbgen inspect algorithms")
         print("Elements (mbgen inspect NAME [--format text|latex|sympy]):")
         for k, (desc, _) in reg.items():
             print(f"  {k:<28} {desc}")

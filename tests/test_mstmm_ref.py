@@ -158,7 +158,9 @@ def test_articulated_hinge_at_the_spurious_singularity(lagrange):
 
 def test_numpy_matrices_match_symbolic_layer():
     # the numpy element matrices equal the sympy ones of codegen/symbolic/mstmm.py (eqs 36, 44, 49, 52, 55)
-    from codegen.symbolic import mstmm as S
+    from types import SimpleNamespace
+    from codegen.symbolic import mstmm, mstmm_examples
+    S = SimpleNamespace(**{**vars(mstmm), **vars(mstmm_examples)})
     th, w = STATES[2]
     U, H = R.m1_elements(th, w, m=M_ROD, a=A_HALF, g=G)
     subs = {S.m: M_ROD, S.a: A_HALF, S.g: G}

@@ -1,4 +1,4 @@
-"""The symbolic Riccati MSTMM layer (codegen/symbolic/mstmm.py) against the matrices PRINTED in
+"""The symbolic Riccati MSTMM layer (codegen/symbolic/mstmm.py, mstmm_examples.py) against the matrices PRINTED in
 Rui, Bestle, Wang et al., Multibody Syst. Dyn. 49, 337-354 (2020), demonstration example (Sect. 5.1,
 the balance pendulum of models.md M1).
 
@@ -12,7 +12,11 @@ Comparisons are exact, entry by entry: derived - expected is reduced to zero as 
 import sympy as sp
 import pytest
 
-from codegen.symbolic import mstmm as M
+from types import SimpleNamespace
+
+from codegen.symbolic import mstmm, mstmm_examples
+
+M = SimpleNamespace(**{**vars(mstmm), **vars(mstmm_examples)})   # general elements and the seed's examples
 
 m, a, g = M.m, M.a, M.g
 c1, s1 = sp.cos(M.THETA[1]), sp.sin(M.THETA[1])

@@ -309,14 +309,6 @@ def beam_model_from_dict(d: dict, source: str = "<model>") -> BeamModel:
     return BeamModel(name, beams, joints, g, source, loads=loads)
 
 
-def load_beam_model(path: str) -> BeamModel:
-    from .loader import load_model
-    m = load_model(path)
-    if not isinstance(m, BeamModel):
-        raise ModelError("not a beam model (no 'beams' key)", path)
-    return m
-
-
 def pendulum(n_beams=5, n_elem=5, L_beam=5.0, E=21e6, A=4e-4, I=2e-6, rho=7800.0, g=(0.0, -9.81),
              name=None) -> BeamModel:
     """Model M3: a chain of beams, the first pinned to the ground at (0, 0), straight along +x."""
