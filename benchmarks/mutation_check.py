@@ -45,7 +45,7 @@ MUTATIONS = [
      ["tests/test_ancf_symbolic.py"]),
     ("sine joint force frequency", "templates/shared/base.pyx.j2",
      "fp[0] * sin(6.283185307179586 * fp[1] * t + fp[2])", "fp[0] * sin(6.283 * fp[1] * t + fp[2])",
-     ["tests/test_simulation.py", "tests/test_peers_independent.py", "tests/test_model_input.py"]),
+     ["tests/test_force_functions.py"]),
 ]
 
 
