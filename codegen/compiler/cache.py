@@ -5,6 +5,13 @@ source (not its numbers), the algorithm and its options, the templates and the g
 (model, symbolic, algorithms, build layers), and the Cython, compiler and Python versions. A hit imports
 the cached extension; a miss builds in a temporary folder and renames the finished files into place under
 a file lock, so concurrent builds of one model are safe.
+
+Faults: each entry's build.json records the SHA-256 of its extension and the Python and Cython versions
+that built it, and all of that is checked before the extension is imported, so a truncated, corrupted or
+foreign module is rebuilt (with a CacheWarning naming the entry) and never loaded. Temporary folders are
+named `.KEY.PID.KIND.XXXX`; one left by a killed build (its process is gone, or it is older than an hour)
+is swept, under that entry's lock, by the next build that misses. A crashed holder's `.lock` file does not
+block: the lock is an flock(2), released by the kernel. Entries get the user's umask.
 """
 from __future__ import annotations
 
@@ -13,14 +20,18 @@ import importlib.util
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 import time
+import warnings
 from functools import lru_cache
 from pathlib import Path
+from typing import Optional
 
 from .._version import __version__
 from ..algorithms import BuildError, family
@@ -117,66 +128,361 @@ def build_module(model, algorithm: str = "recursive", cache_dir=None, progress: 
         fam.check(model)
     key = build_key(model, algorithm, options)
     mod, info = cached_module(key, f"mbgen_{algorithm}_{key}", f"build {model.name} [{algorithm}]",
-                              lambda: render(fam, fam.make_plan(model), options, key), cache_dir, progress)
+                              lambda: render(fam, fam.make_plan(model), options, key), cache_dir, progress,
+                              meta={"model": model.name, "algorithm": algorithm, "options": options})
     info["options"] = options
     return mod, info
 
 
-def cached_module(key: str, modname: str, label: str, source, cache_dir=None, progress: bool = False):
+class CacheWarning(UserWarning):
+    """A cache entry could not be trusted (corrupt, truncated, foreign) and is being rebuilt."""
+
+
+STALE_AFTER_S = 3600.0        # a temporary folder this old is swept even if a process with its pid is alive
+FAILED_MARK = "BUILD-FAILED"  # in the temporary folder of a failed compilation: kept (for reading) that long
+_MISSING = "missing"
+_KEY_RE = re.compile(r"[0-9a-f]{20}")
+
+
+def _ext_suffix() -> str:
+    return sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+
+
+@lru_cache(maxsize=None)
+def _runtime_versions() -> dict:
+    import Cython
+    return {"python": sys.version, "cython": Cython.__version__}
+
+
+_umask_lock = threading.Lock()
+_umask_cached: Optional[int] = None
+
+
+def current_umask() -> int:
+    """The process umask. Read from /proc/self/status where there is one (no change to the process state);
+    otherwise read once with os.umask - set to the restrictive 0o077 for that instant, so a file another
+    thread creates meanwhile is never more open than wanted - and restored."""
+    global _umask_cached
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _umask_lock:
+        if _umask_cached is None:
+            _umask_cached = os.umask(0o077)
+            os.umask(_umask_cached)
+        return _umask_cached
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def entry_problem(target: Path, modname: str) -> Optional[str]:
+    """Why cache entry `target` cannot be trusted ('missing' if absent), or None if it can: build.json is
+    readable and names this entry, the Python and Cython versions are ours, and the extension's SHA-256 is
+    the one recorded at build time. Reads files only; nothing is imported."""
+    target = Path(target)
+    if not target.is_dir():
+        return _MISSING
+    try:
+        meta = json.loads((target / "build.json").read_text())
+    except FileNotFoundError:
+        return "build.json is missing"
+    except (OSError, ValueError) as e:        # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        return f"build.json is unreadable ({type(e).__name__})"
+    if not isinstance(meta, dict):
+        return "build.json is not a JSON object"
+    if meta.get("key") != target.name or meta.get("module") != modname:
+        return "build.json describes another entry"
+    for tool, version in _runtime_versions().items():
+        if tool not in meta:
+            return f"build.json does not record the {tool} version"
+        if meta[tool] != version:
+            return f"built by {tool} {meta[tool]!r}, this is {tool} {version!r}"
+    so_path = target / (modname + _ext_suffix())
+    expected = meta.get("sha256")
+    if not isinstance(expected, str):
+        return "build.json records no checksum of the extension"
+    try:
+        digest = _sha256(so_path)
+    except FileNotFoundError:
+        return f"{so_path.name} is missing"
+    except OSError as e:
+        return f"{so_path.name} is unreadable ({e})"
+    if digest != expected:
+        return f"{so_path.name} does not match the SHA-256 recorded in build.json (truncated or corrupted)"
+    return None
+
+
+def cached_module(key: str, modname: str, label: str, source, cache_dir=None, progress: bool = False,
+                  meta: Optional[dict] = None):
     """Import module `modname` from cache entry `key`, first rendering `source()` and compiling it there if
-    the entry is missing. Under a file lock; the entry folder appears complete or not at all."""
+    the entry is missing or fails entry_problem() (then with a CacheWarning). Under a file lock; the entry
+    folder appears complete or not at all. `meta` (model name, ...) is recorded in build.json."""
     from filelock import FileLock
 
     cache = Path(cache_dir) if cache_dir else default_cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
     target = cache / key
-    so_path = target / (modname + (sysconfig.get_config_var("EXT_SUFFIX") or ".so"))
+    so_path = target / (modname + _ext_suffix())
     info = {"key": key, "module": modname, "path": str(so_path), "cache_dir": str(cache), "hit": True,
             "generate_s": 0.0, "compile_s": 0.0}
-    if not so_path.exists():
-        with FileLock(str(cache / f"{key}.lock")):
-            if not so_path.exists():
-                info["hit"] = False
-                _build_into(source, modname, target, info, label, progress)
-    mod = sys.modules.get(modname)
-    if mod is None:
-        spec = importlib.util.spec_from_file_location(modname, so_path)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
+    for attempt in range(2):
+        if entry_problem(target, modname) is not None:
+            with FileLock(str(cache / f"{key}.lock")):
+                problem = entry_problem(target, modname)      # another process may have built it meanwhile
+                if problem is not None:
+                    if problem != _MISSING:
+                        warnings.warn(f"mbgen: cache entry {target} cannot be trusted: {problem}; rebuilding it",
+                                      CacheWarning, stacklevel=3)
+                    info["hit"] = False
+                    sweep_temp_folders(cache, held_key=key)
+                    _build_into(source, modname, target, info, label, progress, meta or {})
+        mod = sys.modules.get(modname)
+        if mod is not None:
+            return mod, info
+        try:
+            spec = importlib.util.spec_from_file_location(modname, so_path)
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+        except (ImportError, OSError):
+            if attempt == 0 and entry_problem(target, modname) is not None:
+                continue                      # removed or replaced (mbgen cache clean) since the check
+            raise
         sys.modules[modname] = mod
-    return mod, info
+        return mod, info
+    raise AssertionError("unreachable")
 
 
-def _build_into(source, modname, target, info, label, progress):
+def _build_into(source, modname, target, info, label, progress, meta):
+    """Build in `.KEY.PID.build.XXXX`, assemble the entry in it, rename it to `target` (the caller holds the
+    entry's lock). A failed compilation keeps its folder, marked FAILED_MARK, for an hour."""
     from tqdm import tqdm
     key = target.name
-    with tqdm(total=3, desc=label, unit="step", disable=not progress, leave=False) as bar:
-        tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=str(target.parent)))
-        t0 = time.perf_counter()
-        bar.set_postfix_str("derive + render")
-        pyx = tmp / f"{modname}.pyx"
-        pyx.write_text(source())
-        info["generate_s"] = time.perf_counter() - t0
-        bar.update(1)
-        bar.set_postfix_str("cython + cc")
-        t1 = time.perf_counter()
+    tmp = Path(tempfile.mkdtemp(prefix=f".{key}.{os.getpid()}.build.", dir=str(target.parent)))
+    try:
+        with tqdm(total=3, desc=label, unit="step", disable=not progress, leave=False) as bar:
+            t0 = time.perf_counter()
+            bar.set_postfix_str("derive + render")
+            pyx = tmp / f"{modname}.pyx"
+            pyx.write_text(source())
+            info["generate_s"] = time.perf_counter() - t0
+            bar.update(1)
+            bar.set_postfix_str("cython + cc")
+            t1 = time.perf_counter()
+            try:
+                built = _compile(pyx, tmp, modname, quiet=True)
+            except Exception as e:
+                (tmp / FAILED_MARK).touch()
+                raise BuildError(f"compiling {pyx.name} failed; the sources are kept in {tmp} (for an hour)\n"
+                                 f"{_cython_errors(pyx)}") from e
+            info["compile_s"] = time.perf_counter() - t1
+            bar.update(1)
+            _assemble_entry(tmp, target, modname, [pyx, tmp / f"{modname}.c", built], info, meta)
+            bar.update(1)
+    except BaseException:
+        if not (tmp / FAILED_MARK).exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _assemble_entry(tmp: Path, target: Path, modname: str, files, info: dict, meta: dict):
+    """Move the products into tmp/entry, record build.json (checksum, versions, meta), set the umask's
+    permissions, and rename it over `target` (any old entry goes into tmp first, so readers see the old
+    entry or the new one or none, never a mixture)."""
+    staging = tmp / "entry"
+    staging.mkdir()
+    so_name = modname + _ext_suffix()
+    for f in files:
+        if f.exists():
+            os.replace(f, staging / f.name)
+    record = dict(meta)                       # model name, algorithm, options: reported by `mbgen cache info`
+    record.update({k: v for k, v in info.items() if k != "hit"})
+    record.update(_runtime_versions())
+    record.update({"generator": __version__, "ext_suffix": _ext_suffix(), "built_at": time.time(),
+                   "sha256": _sha256(staging / so_name), "size": (staging / so_name).stat().st_size})
+    (staging / "build.json").write_text(json.dumps(record, indent=1, default=str))
+    umask = current_umask()
+    for f in staging.iterdir():
+        executable = f.stat().st_mode & 0o111 if f.name == so_name else 0   # as the linker made the .so
+        os.chmod(f, (0o666 | executable) & ~umask)
+    os.chmod(staging, 0o777 & ~umask)
+    if os.path.lexists(target):
+        os.replace(target, tmp / "old")
+    os.replace(staging, target)               # atomic: the folder appears complete or not at all
+
+
+def _temp_folder_owner(name: str):
+    """(key, pid or None) of a temporary folder name `.KEY.PID.build.XXXX` or `.KEY.PID.trash.XXXX` (older
+    mbgen: `.KEY.XXXX`, `.KEY.stage.XXXX` with a 20-hex key), or None if the name is not one of ours."""
+    parts = name[1:].split(".") if name.startswith(".") else []
+    if len(parts) == 4 and parts[0] and parts[1].isdigit() and parts[2] in ("build", "trash"):
+        return parts[0], int(parts[1])
+    if len(parts) in (2, 3) and _KEY_RE.fullmatch(parts[0]) and (len(parts) == 2 or parts[1] == "stage"):
+        return parts[0], None
+    return None
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:          # someone else's process
+        return True
+    except (OSError, OverflowError):
+        return False
+    try:                             # a zombie (killed, not yet reaped) is dead for our purposes
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _is_stale(folder: Path, pid: Optional[int], max_age: float, now: float) -> bool:
+    try:
+        age = now - folder.stat().st_mtime
+    except OSError:
+        return False
+    if (folder / FAILED_MARK).exists():
+        return age > max_age
+    return pid is None or age > max_age or not _pid_alive(pid)
+
+
+def sweep_temp_folders(cache_dir, held_key: Optional[str] = None, max_age: float = STALE_AFTER_S) -> list:
+    """Remove the temporary folders a killed or failed build left in the cache: those whose process is gone
+    or that are older than max_age seconds (failed compilations: only by age). Each only under its entry's
+    lock - already held for `held_key`, else taken without waiting (a build holding it is alive: skip).
+    Returns the removed paths."""
+    from filelock import FileLock, Timeout
+
+    cache = Path(cache_dir)
+    now = time.time()
+    by_key = {}
+    try:
+        listing = list(cache.iterdir())
+    except OSError:
+        return []
+    for folder in listing:
+        owner = _temp_folder_owner(folder.name)
+        if owner is not None and folder.is_dir() and not folder.is_symlink():
+            by_key.setdefault(owner[0], []).append((folder, owner[1]))
+    removed = []
+    for key, folders in sorted(by_key.items()):
+        if not any(_is_stale(f, pid, max_age, now) for f, pid in folders):
+            continue
+        lock = None
+        if key != held_key:
+            lock = FileLock(str(cache / f"{key}.lock"))
+            try:
+                lock.acquire(timeout=0)
+            except (Timeout, OSError):
+                continue
         try:
-            built = _compile(pyx, tmp, modname, quiet=True)
-        except Exception as e:
-            raise BuildError(f"compiling {pyx.name} failed; the sources are kept in {tmp}\n"
-                             f"{_cython_errors(pyx)}") from e
-        info["compile_s"] = time.perf_counter() - t1
-        bar.update(1)
-        staging = Path(tempfile.mkdtemp(prefix=f".{key}.stage.", dir=str(target.parent)))
-        for f in (pyx, tmp / f"{modname}.c", built):
-            if f.exists():
-                shutil.copy2(f, staging / f.name)
-        (staging / "build.json").write_text(json.dumps({k: v for k, v in info.items() if k != "hit"}, indent=1))
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(staging, target)            # atomic: the folder appears complete or not at all
-        bar.update(1)
-        shutil.rmtree(tmp, ignore_errors=True)
+            for folder, pid in folders:
+                if _is_stale(folder, pid, max_age, now):
+                    shutil.rmtree(folder, ignore_errors=True)
+                    if not folder.exists():
+                        removed.append(folder)
+        finally:
+            if lock is not None:
+                lock.release()
+    return removed
+
+
+def _is_entry(folder: Path) -> bool:
+    return (not folder.name.startswith(".") and folder.is_dir() and not folder.is_symlink()
+            and (_KEY_RE.fullmatch(folder.name) is not None or (folder / "build.json").is_file()))
+
+
+def _tree_size(folder: Path) -> int:
+    total = 0
+    for root, _, files in os.walk(folder):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(root, f)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def cache_entries(cache_dir=None) -> list:
+    """One dict per entry of the cache (key, module, model, algorithm, size, age_s, path), oldest first;
+    build.json fields are reported as found (not verified)."""
+    cache = Path(cache_dir) if cache_dir else default_cache_dir()
+    if not cache.is_dir():
+        return []
+    now = time.time()
+    out = []
+    for folder in sorted(cache.iterdir()):
+        if not _is_entry(folder):
+            continue
+        try:
+            meta = json.loads((folder / "build.json").read_text())
+            meta = meta if isinstance(meta, dict) else {}
+        except (OSError, ValueError):
+            meta = {}
+        try:
+            built = float(meta.get("built_at") or (folder / "build.json").stat().st_mtime)
+        except (OSError, TypeError, ValueError):
+            built = folder.stat().st_mtime
+        out.append({"key": folder.name, "module": meta.get("module"), "model": meta.get("model"),
+                    "algorithm": meta.get("algorithm"), "size": _tree_size(folder), "age_s": max(now - built, 0.0),
+                    "path": str(folder)})
+    return sorted(out, key=lambda e: -e["age_s"])
+
+
+def temp_folders(cache_dir=None) -> list:
+    """The temporary build folders (`.KEY.*`) in the cache, in use or left over."""
+    cache = Path(cache_dir) if cache_dir else default_cache_dir()
+    if not cache.is_dir():
+        return []
+    return sorted(f for f in cache.iterdir() if _temp_folder_owner(f.name) and f.is_dir() and not f.is_symlink())
+
+
+def clean_cache(cache_dir=None, older_than_days: Optional[float] = None, timeout: float = 10.0) -> dict:
+    """Remove every entry (only those built more than older_than_days ago, if given), each under its lock
+    (an entry whose lock stays busy for `timeout` s - a build in progress - is skipped), and the temporary
+    folders no running build owns. Lock files stay: removing one a waiter has open would break the lock.
+    Returns {"entries": [keys], "temp": [paths], "busy": [keys], "freed": bytes}."""
+    from filelock import FileLock, Timeout
+
+    if older_than_days is not None and not older_than_days >= 0:
+        raise ValueError(f"--older-than must be a number of days >= 0, not {older_than_days}")
+    cache = Path(cache_dir) if cache_dir else default_cache_dir()
+    done = {"entries": [], "temp": [], "busy": [], "freed": 0}
+    if not cache.is_dir():
+        return done
+    max_age = None if older_than_days is None else older_than_days * 86400.0
+    for e in cache_entries(cache):
+        if max_age is not None and e["age_s"] <= max_age:
+            continue
+        try:
+            with FileLock(str(cache / f"{e['key']}.lock"), timeout=timeout):
+                trash = Path(tempfile.mkdtemp(prefix=f".{e['key']}.{os.getpid()}.trash.", dir=str(cache)))
+                os.replace(e["path"], trash / "old")          # the entry disappears at once
+                shutil.rmtree(trash, ignore_errors=True)
+        except Timeout:
+            done["busy"].append(e["key"])
+            continue
+        done["entries"].append(e["key"])
+        done["freed"] += e["size"]
+    sizes = {f: _tree_size(f) for f in temp_folders(cache)}
+    for folder in sweep_temp_folders(cache, max_age=max_age or 0.0):
+        done["temp"].append(str(folder))
+        done["freed"] += sizes.get(folder, 0)
+    return done
 
 
 def _cython_errors(pyx: Path) -> str:

@@ -161,11 +161,15 @@ def load_result(path) -> Result:
 
 
 def atomic_write(path: str, writer):
+    """writer(fh) into a temporary file beside `path`, then rename it over `path`. The file gets the mode
+    open() would give it (0o666 less the umask), not mkstemp's 0o600."""
+    from ..compiler.cache import current_umask
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp.", suffix=os.path.splitext(path)[1], dir=folder)
     try:
         with os.fdopen(fd, "wb") as fh:
+            os.chmod(tmp, 0o666 & ~current_umask())
             writer(fh)
         os.replace(tmp, path)
     except BaseException:
