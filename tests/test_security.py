@@ -163,3 +163,15 @@ def test_yaml_is_read_with_the_safe_loader(tmp_path):
     with pytest.raises(codegen.ModelError):
         codegen.load_model(str(f))
     assert not (tmp_path / "ran.txt").exists()
+
+
+def test_results_never_replace_a_special_file(tmp_path):
+    """Writing results over /dev/null (or any non-regular file) is refused, never a rename over it."""
+    from codegen.runtime import atomic_write
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for target in (fifo, tmp_path):
+        with pytest.raises(ValueError, match="not a regular file"):
+            atomic_write(str(target), lambda fh: fh.write(b"x"))
+    assert fifo.exists() and not fifo.is_file()
+    assert os.path.exists("/dev/null") and not os.path.isfile("/dev/null")

@@ -41,7 +41,9 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from .core import GROUND, ModelError
+from .core import (GROUND, LIMITS, ModelError, _check_count, _name, _normalised, _num,
+                   _short, limits_text)
+from .simulation import parse_simulation
 
 # element kinds (must match templates/rancf/rancf.pyx.j2)
 K_INT, K_REV, K_TRA, K_GPIN, K_GCLAMP, K_GTRA = range(6)
@@ -99,6 +101,7 @@ class BeamModel:
     source: str = "<model>"
     tau_hook: None = None
     loads: List[BeamLoad] = field(default_factory=list)
+    simulation: dict = field(default_factory=dict)   # the file's validated `simulation:` defaults (model/simulation.py)
 
     def __post_init__(self):
         self._plan = None
@@ -145,66 +148,68 @@ class BeamModel:
         return self.plan.roadmap()
 
 
-def _num(v, source, fld, positive=False, integer=False):
-    if isinstance(v, str):
-        # YAML 1.1 (PyYAML) reads exponent forms without a dot, e.g. 4e-4 or 21e6, as strings
-        try:
-            v = float(v.strip())
-        except ValueError:
-            raise ModelError(f"expected a number, got {v!r}", source, fld) from None
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ModelError(f"expected a number, got {v!r}", source, fld)
-    v = float(v)
-    if not math.isfinite(v):
-        raise ModelError(f"must be finite, got {v}", source, fld)
-    if integer and v != int(v):
-        raise ModelError(f"expected an integer, got {v}", source, fld)
-    if positive and v <= 0:
-        raise ModelError(f"must be positive, got {v:g}", source, fld)
-    return int(v) if integer else v
-
-
 def _vec2(v, source, fld, nonzero=False):
+    if isinstance(v, np.ndarray):
+        v = v.tolist()
     if not isinstance(v, (list, tuple)) or len(v) not in (2, 3):
-        raise ModelError(f"expected a list of 2 numbers, got {v!r}", source, fld)
+        raise ModelError(f"expected a list of 2 numbers, got {_short(v)}", source, fld)
     out = np.array([_num(x, source, f"{fld}[{k}]") for k, x in enumerate(v)])
     if len(out) == 3:
         if out[2] != 0:
             raise ModelError("planar model: the z component must be 0", source, fld)
         out = out[:2]
-    if nonzero and np.linalg.norm(out) == 0:
-        raise ModelError("must be a non-zero vector", source, fld)
+    if nonzero:
+        out = _normalised(out, source, fld, "must be a non-zero vector", tiny=0.0)
     return out
 
 
 def _keys(d, allowed, source, fld):
     if not isinstance(d, dict):
-        raise ModelError("expected a mapping", source, fld)
+        raise ModelError(f"expected a mapping, got {_short(d)}", source, fld)
     unknown = set(d) - set(allowed)
     if unknown:
-        raise ModelError(f"unknown keys {sorted(unknown)} (allowed: {sorted(allowed)})", source, fld)
+        shown = sorted(unknown, key=lambda k: (not isinstance(k, str), str(k)))
+        raise ModelError(f"unknown keys {_short(shown)} (allowed: {sorted(allowed)})", source, fld)
 
 
-_TOP = {"name", "gravity", "beams", "joints", "initial", "loads"}
+def _list(d, k, source, nonempty=True):
+    v = d.get(k, []) if not nonempty else d[k]
+    v = [] if v is None and not nonempty else v
+    if not isinstance(v, list) or (nonempty and not v):
+        raise ModelError(f"expected a {'non-empty ' if nonempty else ''}list, got {_short(v)}", source, k)
+    return v
+
+
+_TOP = {"name", "gravity", "beams", "joints", "initial", "loads", "simulation"}   # 'simulation': read elsewhere
 _BEAM = {"name", "length", "elements", "E", "A", "I", "rho", "angle"}
 _JOINT = {"name", "type", "parent", "child", "at", "axis", "q0"}
 _LOAD = {"name", "beam", "s", "force"}
 
 
-def beam_model_from_dict(d: dict, source: str = "<model>") -> BeamModel:
-    """Validate a beam-model mapping (the YAML top level) and build the BeamModel."""
+def beam_model_from_dict(d: dict, source: str = "<model>", strict_names: bool = False) -> BeamModel:
+    """Validate a beam-model mapping (the YAML top level) and build the BeamModel.
+
+    ``strict_names`` (model files): names must be printable text; see model_from_dict."""
+    source = str(source)
     _keys(d, _TOP, source, "<top level>")
+
+    def nm(v, fld, what="name"):
+        return _name(v, source, fld, what, printable=strict_names)
+
     for k in ("beams", "joints"):
         if k not in d:
             raise ModelError("missing", source, k)
-        if not isinstance(d[k], list) or not d[k]:
-            raise ModelError("expected a non-empty list", source, k)
-    init = d.get("initial", {}) or {}
+        _list(d, k, source)
+        _check_count(d[k], k, "bodies", source, k)
+    load_list = _list(d, "loads", source, nonempty=False)
+    _check_count(load_list, "loads", "forces", source, "loads")
+    init = d.get("initial", {})
+    init = {} if init is None else init
     _keys(init, {"angle", "at_rest"}, source, "initial")
     if init.get("at_rest", True) is not True:
         raise ModelError("only 'at_rest: true' is supported (straight beams at rest)", source, "initial.at_rest")
     angle0 = _num(init.get("angle", 0.0), source, "initial.angle")
-    beams, names = [], {}
+    beams, names, n_elements = [], {}, 0
     for i, b in enumerate(d["beams"]):
         fld = f"beams[{i}]"
         _keys(b, _BEAM, source, fld)
@@ -214,33 +219,43 @@ def beam_model_from_dict(d: dict, source: str = "<model>") -> BeamModel:
         name = b["name"]
         if not isinstance(name, str) or not name or name == GROUND:
             raise ModelError(f"a beam name must be a non-empty string other than '{GROUND}'", source, f"{fld}.name")
+        nm(name, f"{fld}.name", "beam name")
         if name in names:
-            raise ModelError(f"duplicate beam name '{name}'", source, f"{fld}.name")
+            raise ModelError(f"duplicate beam name {name!r}", source, f"{fld}.name")
         names[name] = i
         ne = _num(b["elements"], source, f"{fld}.elements", positive=True, integer=True)
+        n_elements += ne
+        if n_elements > LIMITS["beam_elements"]:
+            raise ModelError(f"{n_elements:,} elements (beams[0..{i}]) exceed the limit of "
+                             f"{LIMITS['beam_elements']:,} ({limits_text()})", source, f"{fld}.elements")
         vals = {k: _num(b[k], source, f"{fld}.{k}", positive=True) for k in ("length", "E", "A", "I", "rho")}
         beams.append(Beam(name, vals["length"], ne, vals["E"], vals["A"], vals["I"], vals["rho"],
                           _num(b.get("angle", angle0), source, f"{fld}.angle")))
-    joints, child_of = [], {}
+    joints, child_of, jnames = [], {}, set()
     for i, j in enumerate(d["joints"]):
         fld = f"joints[{i}]"
         _keys(j, _JOINT, source, fld)
         for k in ("type", "parent", "child"):
             if k not in j:
                 raise ModelError("missing", source, f"{fld}.{k}")
-        t = _ALIASES.get(j["type"], j["type"])
+        jname = nm(j.get("name", f"joint{i + 1}"), f"{fld}.name", "joint name")
+        if jname in jnames:
+            raise ModelError(f"duplicate joint name {jname!r}", source, f"{fld}.name")
+        jnames.add(jname)
+        jtype = _name(j["type"], source, f"{fld}.type", "joint type")
+        t = _ALIASES.get(jtype, jtype)
         if t not in BEAM_JOINT_TYPES:
-            raise ModelError(f"unknown joint type '{j['type']}' (known: {', '.join(BEAM_JOINT_TYPES)})",
+            raise ModelError(f"unknown joint type {_short(jtype)} (known: {', '.join(BEAM_JOINT_TYPES)})",
                              source, f"{fld}.type")
         par, ch = j["parent"], j["child"]
-        if ch not in names:
-            raise ModelError(f"unknown beam '{ch}'", source, f"{fld}.child")
-        if par != GROUND and par not in names:
-            raise ModelError(f"unknown beam '{par}' (or '{GROUND}')", source, f"{fld}.parent")
+        if not isinstance(ch, str) or ch not in names:
+            raise ModelError(f"unknown beam {_short(ch)}", source, f"{fld}.child")
+        if not isinstance(par, str) or (par != GROUND and par not in names):
+            raise ModelError(f"unknown beam {_short(par)} (or '{GROUND}')", source, f"{fld}.parent")
         if par == ch:
-            raise ModelError(f"beam '{ch}' is joined to itself", source, f"{fld}.parent")
+            raise ModelError(f"beam {ch!r} is joined to itself", source, f"{fld}.parent")
         if ch in child_of:
-            raise ModelError(f"beam '{ch}' is already the child of joint {child_of[ch]} (each beam has one "
+            raise ModelError(f"beam {ch!r} is already the child of joint {child_of[ch]} (each beam has one "
                              "inboard joint; the structure must be a tree)", source, f"{fld}.child")
         child_of[ch] = i
         axis = None
@@ -249,7 +264,6 @@ def beam_model_from_dict(d: dict, source: str = "<model>") -> BeamModel:
                 raise ModelError("a translational joint needs an axis (its sliding direction p, eqs 20-21)",
                                  source, f"{fld}.axis")
             axis = _vec2(j["axis"], source, f"{fld}.axis", nonzero=True)
-            axis = axis / np.linalg.norm(axis)
         elif "axis" in j:
             raise ModelError(f"'axis' only applies to translational joints (this is {t})", source, f"{fld}.axis")
         if "at" in j and par != GROUND:
@@ -259,10 +273,10 @@ def beam_model_from_dict(d: dict, source: str = "<model>") -> BeamModel:
         q0 = _num(j.get("q0", 0.0), source, f"{fld}.q0")
         if "q0" in j and t != "translational":
             raise ModelError("'q0' (initial slide) only applies to translational joints", source, f"{fld}.q0")
-        joints.append(BeamJoint(j.get("name", f"joint{i + 1}"), t, par, ch, at, axis, q0))
+        joints.append(BeamJoint(jname, t, par, ch, at, axis, q0))
     for b in beams:
         if b.name not in child_of:
-            raise ModelError(f"beam '{b.name}' has no joint (every beam needs one inboard joint)", source,
+            raise ModelError(f"beam {b.name!r} has no joint (every beam needs one inboard joint)", source,
                              f"beams[{names[b.name]}]")
     # tree check: follow parents to ground
     jby = {j.child: j for j in joints}
@@ -271,7 +285,7 @@ def beam_model_from_dict(d: dict, source: str = "<model>") -> BeamModel:
         path, cur = set(), b.name
         while cur not in rooted:
             if cur in path:
-                raise ModelError(f"joints form a loop through beam '{b.name}'", source,
+                raise ModelError(f"joints form a loop through beam {b.name!r}", source,
                                  f"joints[{child_of[b.name]}].parent")
             path.add(cur)
             cur = jby[cur].parent
@@ -282,31 +296,33 @@ def beam_model_from_dict(d: dict, source: str = "<model>") -> BeamModel:
         if j.type in ("fixed", "translational") and j.parent != GROUND:
             a, c = bby[j.parent].angle, bby[j.child].angle
             if abs(math.remainder(a - c, 2 * math.pi)) > 1e-12:
-                raise ModelError(f"a {j.type} joint locks the slope direction: beam '{j.child}' must start with "
-                                 f"the angle of '{j.parent}' ({a:g}), got {c:g}", source, f"beams[{names[j.child]}].angle")
+                raise ModelError(f"a {j.type} joint locks the slope direction: beam {j.child!r} must start with "
+                                 f"the angle of {j.parent!r} ({a:g}), got {c:g}", source, f"beams[{names[j.child]}].angle")
     g = _vec2(d.get("gravity", [0.0, -9.81]), source, "gravity")
-    name = d.get("name", os.path.splitext(os.path.basename(source))[0])
-    if not isinstance(name, str) or not name:
-        raise ModelError("expected a non-empty string", source, "name")
-    loads = []
-    if not isinstance(d.get("loads", []) or [], list):
-        raise ModelError("expected a list", source, "loads")
-    bby = {b.name: b for b in beams}
-    for i, ld in enumerate(d.get("loads", []) or []):
+    if "name" in d:
+        name = nm(d["name"], "name", "model name")
+    else:
+        name = (os.path.splitext(os.path.basename(source))[0] or "model")[:LIMITS["name_length"]]
+    loads, lnames = [], set()
+    for i, ld in enumerate(load_list):
         fld = f"loads[{i}]"
         _keys(ld, _LOAD, source, fld)
         for k in ("beam", "force"):
             if k not in ld:
                 raise ModelError("missing", source, f"{fld}.{k}")
         if not isinstance(ld["beam"], str) or ld["beam"] not in bby:
-            raise ModelError(f"unknown beam '{ld['beam']}'", source, f"{fld}.beam")
+            raise ModelError(f"unknown beam {_short(ld['beam'])}", source, f"{fld}.beam")
+        lname = nm(ld.get("name", f"load{i + 1}"), f"{fld}.name", "load name")
+        if lname in lnames:
+            raise ModelError(f"duplicate load name {lname!r}", source, f"{fld}.name")
+        lnames.add(lname)
         bm = bby[ld["beam"]]
         sv = _num(ld.get("s", bm.length), source, f"{fld}.s")
         if not 0.0 <= sv <= bm.length:
             raise ModelError(f"must lie on the beam, 0 <= s <= {bm.length:g}, got {sv:g}", source, f"{fld}.s")
-        loads.append(BeamLoad(str(ld.get("name", f"load{i + 1}")), bm.name, sv,
-                              _vec2(ld["force"], source, f"{fld}.force")))
-    return BeamModel(name, beams, joints, g, source, loads=loads)
+        loads.append(BeamLoad(lname, bm.name, sv, _vec2(ld["force"], source, f"{fld}.force")))
+    return BeamModel(name, beams, joints, g, source, loads=loads,
+                     simulation=parse_simulation(d.get("simulation"), source, beams=True))
 
 
 def pendulum(n_beams=5, n_elem=5, L_beam=5.0, E=21e6, A=4e-4, I=2e-6, rho=7800.0, g=(0.0, -9.81),

@@ -8,12 +8,31 @@ kinds) is the model's topology, see :meth:`Model.topology_key`.
 from __future__ import annotations
 
 import math
+import numbers
+import reprlib
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
 GROUND = "ground"
+
+# Input limits, checked before any work starts (loader, validation, 'chain:N' / 'branch:N', CLI).
+LIMITS = {
+    "bodies": 100_000,          # rigid bodies (= joints) of a model; beams of a beam model
+    "beam_elements": 100_000,   # elements over all beams of a beam model
+    "forces": 100_000,          # force elements of a model; loads of a beam model
+    "table_points": 100_000,    # points of one force table
+    "name_length": 200,         # characters of one name
+    "file_mb": 50,              # size of a model file
+    "yaml_nodes": 1_000_000,    # YAML nodes of a model file, aliases expanded
+    "yaml_depth": 64,           # nesting depth of a model file
+}
+
+
+def limits_text() -> str:
+    """The limits as one line, for error messages."""
+    return "limits: " + ", ".join(f"{k} {v:,}" for k, v in LIMITS.items())
 
 # joint type -> (nq, nv, coordinate names, velocity names, needs axis)
 JOINT_TYPES = {
@@ -35,6 +54,7 @@ class ModelError(ValueError):
     """Bad model input. ``str(err)`` names the file and the field."""
 
     def __init__(self, message: str, source: str = "<model>", field: str = ""):
+        source = str(source)
         self.source, self.field, self.message = source, field, message
         where = f"{source}: {field}: " if field else f"{source}: "
         super().__init__(where + message)
@@ -145,6 +165,7 @@ class Model:
     joint_forces: List[JointForce] = field(default_factory=list)
     source: str = "<model>"
     tau_hook: Optional[Callable] = None   # Python API only: tau_extra = hook(t, q, u)
+    simulation: dict = field(default_factory=dict)   # the file's validated `simulation:` defaults (model/simulation.py)
 
     def __post_init__(self):
         validate(self)
@@ -219,109 +240,295 @@ def default_q(jtype: str) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- validation
+#
+# Every check raises ModelError(message, source, field path). User values are echoed through _short (a
+# bounded repr: no line breaks, never the whole of a huge or alias-expanded structure).
+
+_REPR = reprlib.Repr()
+_REPR.maxstring, _REPR.maxother, _REPR.maxlist, _REPR.maxdict, _REPR.maxlevel = 60, 60, 6, 4, 3
+
+
+def _short(value) -> str:
+    """A bounded one-line repr of a user value for messages."""
+    try:
+        return _REPR.repr(value)
+    except Exception:                    # a hostile __repr__ (Python API only)
+        return f"<{type(value).__name__}>"
+
+
+def _too_many(count: int, what: str, key: str, source, fld) -> ModelError:
+    return ModelError(f"{count:,} {what} exceed the limit of {LIMITS[key]:,} ({limits_text()})", source, fld)
+
+
+def _num(v, source, fld, positive=False, nonneg=False, integer=False, what=None):
+    """A real, finite number (bool is not one). Strings such as '4e-4' (YAML 1.1 reads exponent forms
+    without a dot as strings) are accepted. ``integer``: an integral value (2.0 is 2; 2.5 is refused)."""
+    if isinstance(v, str):
+        try:
+            parsed = float(v.strip()) if len(v) <= 100 else None
+        except ValueError:
+            parsed = None
+        if parsed is None:
+            raise ModelError(f"expected a number, got {_short(v)}", source, fld)
+        v = parsed
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+        raise ModelError(f"expected a number, got {_short(v)}", source, fld)
+    try:
+        x = float(v)
+    except (OverflowError, ValueError, TypeError):
+        raise ModelError("must be a finite number (too large for a float)", source, fld) from None
+    if not math.isfinite(x):
+        raise ModelError(f"must be finite, got {x}", source, fld)
+    if integer and x != math.floor(x):
+        raise ModelError(f"expected an integer, got {x:g}", source, fld)
+    if positive and x <= 0:
+        raise ModelError(f"{what + ' ' if what else ''}must be positive, got {x:g}", source, fld)
+    if nonneg and x < 0:
+        raise ModelError(f"{what + ' ' if what else ''}must be non-negative, got {x:g}", source, fld)
+    if integer:
+        return int(v) if isinstance(v, numbers.Integral) else int(x)
+    return x
+
+
+def _name(v, source, fld, what="name", printable=False) -> str:
+    """A non-empty string; ``printable`` (model files): at most LIMITS['name_length'] characters, none of them
+    a control, format or separator character other than the space. The Python API takes any non-empty
+    string: user strings reach generated source only through the comment filter."""
+    if not isinstance(v, str):
+        raise ModelError(f"a {what} must be a string, got {_short(v)}", source, fld)
+    if not v:
+        raise ModelError(f"missing {what} (an empty string)", source, fld)
+    if printable and len(v) > LIMITS["name_length"]:
+        raise ModelError(f"a {what} is at most {LIMITS['name_length']} characters, got {len(v):,} "
+                         f"({limits_text()})", source, fld)
+    if printable and not v.isprintable():
+        bad = next(c for c in v if not c.isprintable())
+        raise ModelError(f"a {what} must be printable text, got {_short(v)} (character {bad!r})", source, fld)
+    return v
+
+
+def _seq(value):
+    """A list view of a list, tuple or 1-d/2-d numpy array; None for anything else."""
+    if isinstance(value, np.ndarray):
+        return value.tolist() if value.ndim >= 1 else None
+    return value if isinstance(value, (list, tuple)) else None
+
+
+_PLAIN = (int, float)
+
+
+def _plain(seq) -> Optional[np.ndarray]:
+    """Fast path: a flat list/tuple of plain finite floats and ints (not bool) or a numeric 1-d/2-d array, as a
+    float array; None when anything needs the element-by-element check (which names the element)."""
+    try:
+        if type(seq) is np.ndarray:
+            if seq.dtype.kind not in "fiu":
+                return None
+            arr = seq.astype(float)
+        else:
+            for x in seq:
+                if type(x) not in _PLAIN:
+                    return None
+            arr = np.array(seq, dtype=float)
+    except (OverflowError, TypeError, ValueError):
+        return None
+    return arr if np.isfinite(arr).all() else None
+
 
 def _vec(value, n, source, fld) -> np.ndarray:
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise ModelError(f"expected {n} numbers, got {value!r}", source, fld) from None
-    if arr.shape != (n,):
-        raise ModelError(f"expected a vector of {n} numbers, got shape {arr.shape}", source, fld)
-    if not np.all(np.isfinite(arr)):
-        raise ModelError("values must be finite", source, fld)
-    return arr
+    if type(value) in (list, np.ndarray) and len(value) == n and (type(value) is list or value.shape == (n,)):
+        arr = _plain(value)
+        if arr is not None:
+            return arr
+    seq = _seq(value)
+    if seq is None or len(seq) != n:
+        raise ModelError(f"expected a list of {n} numbers, got {_short(value)}", source, fld)
+    return np.array([_num(x, source, f"{fld}[{k}]") for k, x in enumerate(seq)], dtype=float)
+
+
+def _numlist(value, source, fld, min_len=0, max_key="table_points") -> np.ndarray:
+    """A list of finite numbers of any length in [min_len, LIMITS[max_key]]."""
+    seq = _seq(value)
+    if seq is None:
+        raise ModelError(f"expected a list of numbers, got {_short(value)}", source, fld)
+    if len(seq) > LIMITS[max_key]:
+        raise _too_many(len(seq), "points", max_key, source, fld)
+    if len(seq) < min_len:
+        raise ModelError(f"expected at least {min_len} numbers, got {len(seq)}", source, fld)
+    return np.array([_num(x, source, f"{fld}[{k}]") for k, x in enumerate(seq)], dtype=float)
 
 
 def _mat3(value, source, fld) -> np.ndarray:
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise ModelError(f"expected a 3x3 matrix, got {value!r}", source, fld) from None
-    if arr.shape == (3,):
-        arr = np.diag(arr)
-    elif arr.shape == (6,):   # ixx iyy izz ixy ixz iyz
-        ixx, iyy, izz, ixy, ixz, iyz = arr
-        arr = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
-    if arr.shape != (3, 3) or not np.all(np.isfinite(arr)):
-        raise ModelError(f"expected a 3x3 matrix (or 3 principal / 6 unique entries), got shape {arr.shape}",
-                         source, fld)
-    return arr
+    """3x3 matrix, or 3 principal (diagonal) / 6 unique entries (ixx iyy izz ixy ixz iyz)."""
+    if type(value) is np.ndarray and value.shape == (3, 3):
+        arr = _plain(value)
+        if arr is not None:
+            return arr
+    elif type(value) is list and len(value) == 3 and all(type(r) is list and len(r) == 3 for r in value):
+        arr = _plain(value[0] + value[1] + value[2])
+        if arr is not None:
+            return arr.reshape(3, 3)
+    seq = _seq(value)
+
+    def bad():
+        return ModelError(f"expected a 3x3 matrix (or 3 principal / 6 unique entries), got {_short(value)}",
+                          source, fld)
+    if seq is None or len(seq) not in (3, 6):
+        raise bad()
+    if len(seq) == 3 and all(_seq(r) is not None for r in seq):
+        rows = [_seq(r) for r in seq]
+        if any(len(r) != 3 for r in rows):
+            raise bad()
+        return np.array([[_num(x, source, f"{fld}[{i}][{k}]") for k, x in enumerate(r)] for i, r in enumerate(rows)])
+    v = [_num(x, source, f"{fld}[{k}]") for k, x in enumerate(seq)]
+    if len(v) == 3:
+        return np.diag(v)
+    ixx, iyy, izz, ixy, ixz, iyz = v
+    return np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
 
 
 def _check_inertia(J: np.ndarray, source: str, fld: str):
-    if not np.allclose(J, J.T, rtol=0, atol=1e-12 * max(1.0, np.abs(J).max())):
+    scale = float(np.abs(J).max())
+    if scale == 0:
+        raise ModelError("inertia tensor must be positive definite (it is zero)", source, fld)
+    Js = J / scale                       # eigenvalues of the scaled tensor: no overflow near 1e308
+    if not np.allclose(Js, Js.T, rtol=0, atol=1e-12):
         raise ModelError("inertia tensor must be symmetric", source, fld)
-    ev = np.linalg.eigvalsh(J)
-    tol = 1e-12 * max(1.0, ev.max())
-    if ev.min() <= 0:
-        raise ModelError(f"inertia tensor must be positive definite (eigenvalues {ev.tolist()})", source, fld)
+    ev = np.linalg.eigvalsh(0.5 * (Js + Js.T))
+    if ev.min() <= 1e-300:
+        raise ModelError(f"inertia tensor must be positive definite (eigenvalues {(ev * scale).tolist()})", source, fld)
     a, b, c = ev
-    if a + b < c - tol:
-        raise ModelError(f"principal moments {ev.tolist()} violate the triangle inequality", source, fld)
+    if a + b < c - 1e-12 * max(1.0 / scale, ev.max()):
+        raise ModelError(f"principal moments {(ev * scale).tolist()} violate the triangle inequality", source, fld)
+
+
+def _check_inertias(Js: List[np.ndarray], source: str, fields: List[str]):
+    """_check_inertia for many tensors at once (numpy per call costs more than the check); the first failing
+    one is re-checked alone for its message."""
+    if not Js:
+        return
+    J = np.array(Js)
+    scale = np.abs(J).max(axis=(1, 2))
+    ok = scale > 0
+    Js_ = J / np.where(ok, scale, 1.0)[:, None, None]
+    ok &= (np.abs(Js_ - Js_.transpose(0, 2, 1)) <= 1e-12).all(axis=(1, 2))
+    ev = np.linalg.eigvalsh(0.5 * (Js_ + Js_.transpose(0, 2, 1)))
+    ok &= ev[:, 0] > 1e-300
+    ok &= ev[:, 0] + ev[:, 1] >= ev[:, 2] - 1e-12 * np.maximum(1.0 / np.where(scale > 0, scale, 1.0), ev[:, 2])
+    for k in np.flatnonzero(~ok):
+        _check_inertia(J[k], source, fields[k])
+
+
+def _check_rotations(Rs: List[np.ndarray], source: str, fields: List[str]):
+    """Proper orthonormal rotation matrices, checked at once; the first failing one is named."""
+    if not Rs:
+        return
+    R = np.array(Rs)
+    ok = np.abs(R).max(axis=(1, 2)) <= 1 + 1e-6
+    Rc = np.where(ok[:, None, None], R, 0.0)
+    ok &= (np.abs(Rc @ Rc.transpose(0, 2, 1) - np.eye(3)) <= 1e-9).all(axis=(1, 2))
+    ok &= np.linalg.det(Rc) > 0
+    for k in np.flatnonzero(~ok):
+        if not _orthonormal(R[k]):
+            raise ModelError("rotation matrix must be proper orthonormal", source, fields[k])
+
+
+def _normalised(v: np.ndarray, source, fld, message="axis must be non-zero", tiny=1e-12) -> np.ndarray:
+    """v / |v| computed without overflow (|v| of [1e308, 1e308, 0] is not inf here); |v| < tiny is refused."""
+    m = float(np.abs(v).max()) if len(v) else 0.0
+    if m == 0:
+        raise ModelError(message, source, fld)
+    w = v / m
+    n = float(np.linalg.norm(w))
+    if m * n < tiny:
+        raise ModelError(f"{message} (its length {m * n:.3g} is below {tiny:g})", source, fld)
+    return w / n
 
 
 def _unit(v, source, fld):
-    n = np.linalg.norm(v)
-    if n < 1e-12:
-        raise ModelError("axis must be non-zero", source, fld)
-    return v / n
+    return _normalised(np.asarray(v, float), source, fld)
+
+
+def _check_count(items, what, key, source, fld):
+    seq = _seq(items) if not isinstance(items, list) else items
+    if seq is None:
+        raise ModelError(f"expected a list, got {_short(items)}", source, fld)
+    if len(seq) > LIMITS[key]:
+        raise _too_many(len(seq), what, key, source, fld)
+
+
+def _orthonormal(R: np.ndarray) -> bool:
+    if np.abs(R).max() > 1 + 1e-6:      # entries of a rotation are in [-1, 1] (and no overflow below)
+        return False
+    return bool(np.allclose(R @ R.T, np.eye(3), atol=1e-9) and np.linalg.det(R) > 0)
 
 
 def validate(model: Model) -> None:
     """Check a model; raise ModelError naming the source and the field. Normalises vectors in place."""
     src = model.source
     names = {}
+    model.name = _name(model.name, src, "name", "model name")
     model.gravity = _vec(model.gravity, 3, src, "gravity")
+    _check_count(model.bodies, "bodies", "bodies", src, "bodies")
+    _check_count(model.joints, "joints", "bodies", src, "joints")
+    for k in ("springs", "point_springs", "joint_forces"):
+        _check_count(getattr(model, k), "force elements", "forces", src, "forces")
+    nforces = len(model.springs) + len(model.point_springs) + len(model.joint_forces)
+    if nforces > LIMITS["forces"]:
+        raise _too_many(nforces, "force elements", "forces", src, "forces")
     if not model.bodies:
         raise ModelError("a model needs at least one body", src, "bodies")
     for i, b in enumerate(model.bodies):
         f = f"bodies[{i}]"
+        if not isinstance(b, Body):
+            raise ModelError(f"expected a Body, got {_short(b)}", src, f)
         if not isinstance(b.name, str) or not b.name:
             raise ModelError("missing name", src, f + ".name")
+        _name(b.name, src, f + ".name", "body name")
         if b.name == GROUND:
             raise ModelError(f"'{GROUND}' is reserved", src, f + ".name")
         if b.name in names:
-            raise ModelError(f"duplicate name '{b.name}'", src, f + ".name")
+            raise ModelError(f"duplicate name {b.name!r}", src, f + ".name")
         names[b.name] = "body"
         f = f"bodies[{b.name}]"
-        try:
-            b.mass = float(b.mass)
-        except (TypeError, ValueError):
-            raise ModelError(f"expected a number, got {b.mass!r}", src, f + ".mass") from None
-        if not (b.mass > 0 and math.isfinite(b.mass)):
-            raise ModelError(f"mass must be positive, got {b.mass}", src, f + ".mass")
+        b.mass = _num(b.mass, src, f + ".mass", positive=True, what="mass")
         b.com = _vec(b.com, 3, src, f + ".com")
         b.inertia = _mat3(b.inertia, src, f + ".inertia")
-        _check_inertia(b.inertia, src, f + ".inertia")
+    _check_inertias([b.inertia for b in model.bodies], src, [f"bodies[{b.name}].inertia" for b in model.bodies])
     model._bodies = {b.name: b for b in model.bodies}
 
-    children = {}
+    children, rots, rot_fields = {}, [], []
     for i, j in enumerate(model.joints):
         f = f"joints[{i}]"
+        if not isinstance(j, Joint):
+            raise ModelError(f"expected a Joint, got {_short(j)}", src, f)
         if not isinstance(j.name, str) or not j.name:
             raise ModelError("missing name", src, f + ".name")
+        _name(j.name, src, f + ".name", "joint name")
         if j.name in names:
-            raise ModelError(f"duplicate name '{j.name}'", src, f + ".name")
+            raise ModelError(f"duplicate name {j.name!r}", src, f + ".name")
         names[j.name] = "joint"
         f = f"joints[{j.name}]"
-        if j.type not in JOINT_TYPES:
-            raise ModelError(f"unknown joint type '{j.type}' (known: {', '.join(JOINT_TYPES)})", src, f + ".type")
-        if j.parent != GROUND and j.parent not in model._bodies:
-            raise ModelError(f"parent '{j.parent}' is not a body (nor '{GROUND}')", src, f + ".parent")
-        if j.child not in model._bodies:
-            raise ModelError(f"child '{j.child}' is not a body", src, f + ".child")
+        if not isinstance(j.type, str) or j.type not in JOINT_TYPES:
+            raise ModelError(f"unknown joint type {_short(j.type)} (known: {', '.join(JOINT_TYPES)})", src, f + ".type")
+        if not isinstance(j.parent, str) or (j.parent != GROUND and j.parent not in model._bodies):
+            raise ModelError(f"parent {_short(j.parent)} is not a body (nor '{GROUND}')", src, f + ".parent")
+        if not isinstance(j.child, str) or j.child not in model._bodies:
+            raise ModelError(f"child {_short(j.child)} is not a body", src, f + ".child")
         if j.child == j.parent:
             raise ModelError("a body cannot be joined to itself", src, f + ".child")
         if j.child in children:
-            raise ModelError(f"body '{j.child}' already has parent joint '{children[j.child].name}' "
+            raise ModelError(f"body {j.child!r} already has parent joint {children[j.child].name!r} "
                              "(a tree gives each body one parent joint)", src, f + ".child")
         children[j.child] = j
         for side in ("parent_frame", "child_frame"):
             p = getattr(j, side)
+            if not isinstance(p, Placement):
+                raise ModelError(f"expected a Placement, got {_short(p)}", src, f"{f}.{side}")
             p.pos = _vec(p.pos, 3, src, f"{f}.{side}.pos")
             p.rot = _mat3(p.rot, src, f"{f}.{side}.rot")
-            if not np.allclose(p.rot @ p.rot.T, np.eye(3), atol=1e-9) or np.linalg.det(p.rot) < 0:
-                raise ModelError("rotation matrix must be proper orthonormal", src, f"{f}.{side}")
+            rots.append(p.rot)
+            rot_fields.append(f"{f}.{side}")
         needs_axis = JOINT_TYPES[j.type][4]
         if needs_axis:
             j.axis = _unit(_vec(j.axis if j.axis is not None else [0, 0, 1], 3, src, f + ".axis"), src, f + ".axis")
@@ -340,16 +547,14 @@ def validate(model: Model) -> None:
             j.q0 = _vec(j.q0, j.nq, src, f + ".q0")
             if j.type in QUATERNION_JOINTS:
                 o = QUATERNION_JOINTS[j.type]
-                n = np.linalg.norm(j.q0[o:o + 4])
-                if n < 1e-12:
-                    raise ModelError("quaternion part of q0 must be non-zero", src, f + ".q0")
-                j.q0[o:o + 4] /= n
+                j.q0[o:o + 4] = _normalised(j.q0[o:o + 4], src, f + ".q0", "quaternion part of q0 must be non-zero")
         if j.u0 is not None:
             j.u0 = _vec(j.u0, j.nv, src, f + ".u0")
 
+    _check_rotations(rots, src, rot_fields)
     for b in model.bodies:
         if b.name not in children:
-            raise ModelError(f"body '{b.name}' has no parent joint: every body must be connected "
+            raise ModelError(f"body {b.name!r} has no parent joint: every body must be connected "
                              f"to '{GROUND}' through joints", src, f"bodies[{b.name}]")
     # every body must reach ground without a cycle (each body walked once: O(n))
     grounded = {GROUND}
@@ -357,7 +562,7 @@ def validate(model: Model) -> None:
         path, seen, cur = [], set(), b.name
         while cur not in grounded:
             if cur in seen:
-                raise ModelError(f"joints form a cycle through body '{cur}' (a tree is required; cut "
+                raise ModelError(f"joints form a cycle through body {cur!r} (a tree is required; cut "
                                  "loops are a later algorithm's job)", src, f"joints[{children[cur].name}].parent")
             seen.add(cur)
             path.append(cur)
@@ -366,57 +571,73 @@ def validate(model: Model) -> None:
     _order_joints(model, children)
 
     joints = {j.name: j for j in model.joints}
-    for i, s in enumerate(model.springs):
-        f = f"forces[{s.name}]"
-        j = joints.get(s.joint)
+
+    def force_name(x, i, kind):
+        if not isinstance(x, kind):
+            raise ModelError(f"expected a {kind.__name__}, got {_short(x)}", src, f"forces[{i}]")
+        return _name(x.name, src, f"forces[{i}].name", "force name")
+
+    def force_joint(x, f):
+        j = joints.get(x.joint) if isinstance(x.joint, str) else None
         if j is None:
-            raise ModelError(f"joint '{s.joint}' does not exist", src, f + ".joint")
+            raise ModelError(f"joint {_short(x.joint)} does not exist", src, f + ".joint")
+        return j
+
+    for i, s in enumerate(model.springs):
+        f = f"forces[{force_name(s, i, JointSpringDamper)}]"
+        j = force_joint(s, f)
         if j.type not in SCALAR_JOINTS:
             raise ModelError(f"a joint spring-damper needs a joint with scalar coordinates, not {j.type}",
                              src, f + ".joint")
         for k in ("stiffness", "damping", "q_ref"):
-            v = np.atleast_1d(np.asarray(getattr(s, k), float))
-            if v.shape == (1,) and j.nv > 1:
-                v = np.repeat(v, j.nv)
+            v = getattr(s, k)
+            seq = _seq(v)
+            if seq is None:
+                v = np.full(j.nv, _num(v, src, f"{f}.{k}"))
+            elif len(seq) == 1 and j.nv > 1:
+                v = np.full(j.nv, _num(seq[0], src, f"{f}.{k}[0]"))
             setattr(s, k, _vec(v, j.nv, src, f"{f}.{k}"))
         if np.any(s.stiffness < 0) or np.any(s.damping < 0):
             raise ModelError("stiffness and damping must be non-negative", src, f)
-    for p in model.point_springs:
-        f = f"forces[{p.name}]"
+    for i, p in enumerate(model.point_springs):
+        f = f"forces[{force_name(p, i, PointSpringDamper)}]"
         for side in ("body_a", "body_b"):
             nm = getattr(p, side)
-            if nm != GROUND and nm not in model._bodies:
-                raise ModelError(f"'{nm}' is not a body (nor '{GROUND}')", src, f"{f}.{side}")
+            if not isinstance(nm, str) or (nm != GROUND and nm not in model._bodies):
+                raise ModelError(f"{_short(nm)} is not a body (nor '{GROUND}')", src, f"{f}.{side}")
         if p.body_a == p.body_b:
             raise ModelError("both ends on the same body", src, f + ".body_b")
         p.point_a = _vec(p.point_a, 3, src, f + ".point_a")
         p.point_b = _vec(p.point_b, 3, src, f + ".point_b")
         for k in ("stiffness", "damping", "length"):
-            v = float(getattr(p, k))
-            if v < 0:
-                raise ModelError(f"{k} must be non-negative", src, f"{f}.{k}")
-            setattr(p, k, v)
-    for fe in model.joint_forces:
-        f = f"forces[{fe.name}]"
-        j = joints.get(fe.joint)
-        if j is None:
-            raise ModelError(f"joint '{fe.joint}' does not exist", src, f + ".joint")
+            setattr(p, k, _num(getattr(p, k), src, f"{f}.{k}", nonneg=True, what=k))
+    for i, fe in enumerate(model.joint_forces):
+        f = f"forces[{force_name(fe, i, JointForce)}]"
+        j = force_joint(fe, f)
+        fe.dof = _num(fe.dof, src, f + ".dof", integer=True)
         if not (0 <= fe.dof < j.nv):
             raise ModelError(f"dof {fe.dof} out of range for a {j.type} joint ({j.nv} velocities)", src, f + ".dof")
         fn = fe.function
-        if fn.kind not in FORCE_FUNCTIONS:
-            raise ModelError(f"unknown function '{fn.kind}' (known: {', '.join(FORCE_FUNCTIONS)})", src, f)
+        if not isinstance(fn, TimeFunction):
+            raise ModelError(f"expected a TimeFunction, got {_short(fn)}", src, f + ".value")
+        if not isinstance(fn.kind, str) or fn.kind not in FORCE_FUNCTIONS:
+            raise ModelError(f"unknown function {_short(fn.kind)} (known: {', '.join(FORCE_FUNCTIONS)})", src, f)
+        fv = f"{f}.value.{fn.kind}"
+        for k in ("value", "amplitude", "frequency", "phase", "offset", "t0", "value_before"):
+            setattr(fn, k, _num(getattr(fn, k), src, f"{fv}.{k}"))
         if fn.kind == "table":
-            fn.t = np.asarray(fn.t, float)
-            fn.y = np.asarray(fn.y, float)
-            if fn.t.ndim != 1 or fn.t.shape != fn.y.shape or len(fn.t) < 2:
+            if fn.t is None or fn.y is None:
+                raise ModelError("table needs t and value lists of equal length >= 2", src, f + ".table")
+            fn.t = _numlist(fn.t, src, fv + ".t")
+            fn.y = _numlist(fn.y, src, fv + ".value")
+            if fn.t.shape != fn.y.shape or len(fn.t) < 2:
                 raise ModelError("table needs t and value lists of equal length >= 2", src, f + ".table")
             if np.any(np.diff(fn.t) <= 0):
                 raise ModelError("table t must be strictly increasing", src, f + ".table.t")
     fnames = [x.name for x in (*model.springs, *model.point_springs, *model.joint_forces)]
     for nm in fnames:
         if nm in names:
-            raise ModelError(f"duplicate name '{nm}'", src, f"forces[{nm}].name")
+            raise ModelError(f"duplicate name {nm!r}", src, f"forces[{nm}].name")
         names[nm] = "force"
 
 

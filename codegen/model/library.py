@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from .beams import pendulum  # noqa: F401  (flexible pendulum M3)
-from .core import Body, Joint, JointSpringDamper, Model, Placement
+from .core import LIMITS, Body, Joint, JointSpringDamper, Model, Placement, limits_text
 
 AXIAL = 1e-3 / 12
 
@@ -192,15 +192,31 @@ BUILTIN = {"balance_pendulum": balance_pendulum, "arm7": arm7, "humanoid": human
 SIZED = {"chain": lambda n: chain(n), "branch": lambda n: branch_system(n)}     # 'chain:N', 'branch:N'
 
 
+def spec_size(spec: str):
+    """(kind, N) of 'chain:N' / 'branch:N', checked against LIMITS['bodies'] before anything is built;
+    None for anything else."""
+    kind, sep, n = spec.partition(":")
+    if kind not in SIZED or not sep:
+        return None
+    digits = n.strip().lstrip("+-")
+    if not digits.isascii() or not digits.isdigit():
+        raise ValueError(f"expected an integer after '{kind}:', got {n[:40]!r}")
+    n = int(n) if len(digits) <= 18 else 10 ** 18           # no huge int parsing: it is refused below anyway
+    bodies = n if kind == "chain" else (n + 1) // 2
+    if bodies > LIMITS["bodies"]:
+        raise ValueError(f"{bodies:,}{'+' if len(digits) > 18 else ''} bodies, above the limit of "
+                         f"{LIMITS['bodies']:,} ({limits_text()})")
+    return kind, n
+
+
 def from_spec(spec: str) -> Model:
     """'chain:N' (n-link chain), 'branch:N' (M5 with bodies 1, 3, ..., N) or a builtin name."""
-    kind, _, n = spec.partition(":")
-    if kind in SIZED and n:
-        try:
-            n = int(n)
-        except ValueError:
-            raise ValueError(f"expected an integer after '{kind}:', got '{n}'") from None
-        return SIZED[kind](n)
+    sized = spec_size(spec)
+    if sized is not None:
+        return SIZED[sized[0]](sized[1])
+    if spec not in BUILTIN:
+        raise ValueError(f"unknown model {spec[:60]!r}: not 'chain:N', 'branch:N' or a builtin "
+                         f"({', '.join(BUILTIN)})")
     return BUILTIN[spec]()
 
 

@@ -1,4 +1,10 @@
-"""Model files: YAML (safe loader) or JSON -> validated Model (rigid tree) or BeamModel (flexible beams)."""
+"""Model files: YAML (safe loader) or JSON -> validated Model (rigid tree) or BeamModel (flexible beams).
+
+Model files are untrusted input. Reading is bounded before any work starts (LIMITS in core.py): the file
+size, then, on the stream of parse events and before anything is composed or constructed, the nesting
+depth and the number of YAML nodes with aliases expanded (an alias bomb of a few hundred bytes is refused
+at once). Every failure is a ModelError naming the file and, past the YAML level, the field.
+"""
 from __future__ import annotations
 
 import json
@@ -7,9 +13,11 @@ import os
 import numpy as np
 
 from .beams import beam_model_from_dict
-from .core import (FORCE_FUNCTIONS, Body, Joint, JointForce, JointSpringDamper, Model, ModelError, Placement,
-                   PointSpringDamper, TimeFunction, _mat3, _unit, _vec)
+from .core import (FORCE_FUNCTIONS, LIMITS, Body, Joint, JointForce, JointSpringDamper, Model, ModelError,
+                   Placement, PointSpringDamper, TimeFunction, _check_count, _mat3, _name, _normalised, _num,
+                   _numlist, _short, _unit, _vec, limits_text)
 from .rotations import quat_to_rot, rot_axis_angle, rot_rpy
+from .simulation import parse_simulation
 
 
 def _placement(d, source, fld) -> Placement:
@@ -17,9 +25,7 @@ def _placement(d, source, fld) -> Placement:
         return Placement()
     if not isinstance(d, dict):
         raise ModelError("expected a mapping with pos and one of rpy/quat/matrix/axis_angle", source, fld)
-    unknown = set(d) - {"pos", "rpy", "quat", "matrix", "axis_angle"}
-    if unknown:
-        raise ModelError(f"unknown keys {sorted(unknown)}", source, fld)
+    _check_keys(d, {"pos", "rpy", "quat", "matrix", "axis_angle"}, source, fld)
     pos = _vec(d.get("pos", [0, 0, 0]), 3, source, fld + ".pos")
     rots = [k for k in ("rpy", "quat", "matrix", "axis_angle") if k in d]
     if len(rots) > 1:
@@ -30,9 +36,8 @@ def _placement(d, source, fld) -> Placement:
         if k == "rpy":
             R = rot_rpy(_vec(d[k], 3, source, f"{fld}.rpy"))
         elif k == "quat":
-            qv = _vec(d[k], 4, source, f"{fld}.quat")
-            if np.linalg.norm(qv) < 1e-12:
-                raise ModelError("quaternion must be non-zero", source, f"{fld}.quat")
+            qv = _normalised(_vec(d[k], 4, source, f"{fld}.quat"), source, f"{fld}.quat",
+                             "quaternion must be non-zero")
             R = quat_to_rot(qv)
         elif k == "axis_angle":
             v = _vec(d[k], 4, source, f"{fld}.axis_angle")
@@ -42,62 +47,101 @@ def _placement(d, source, fld) -> Placement:
     return Placement(pos, R)
 
 
+_FUNCTION_KEYS = {"sine": {"amplitude", "frequency", "phase", "offset"}, "step": {"t0", "before", "after"},
+                  "table": {"t", "value"}}
+
+
 def _time_function(d, source, fld) -> TimeFunction:
-    if isinstance(d, (int, float)):
-        return TimeFunction("constant", value=float(d))
-    if not isinstance(d, dict) or len(set(d) & set(FORCE_FUNCTIONS)) != 1:
-        raise ModelError(f"expected one of {FORCE_FUNCTIONS}", source, fld)
-    kind = next(k for k in FORCE_FUNCTIONS if k in d)
+    if not isinstance(d, dict):              # a number: constant
+        return TimeFunction("constant", value=_num(d, source, fld))
+    if len(set(d) & set(FORCE_FUNCTIONS)) != 1 or len(d) != 1:
+        raise ModelError(f"expected one of {FORCE_FUNCTIONS} (a mapping with one key) or a number, got {_short(d)}",
+                         source, fld)
+    kind = next(iter(d))
     v = d[kind]
-    try:
-        if kind == "constant":
-            return TimeFunction(kind, value=float(v))
-        if kind == "sine":
-            return TimeFunction(kind, amplitude=float(v.get("amplitude", 0)), frequency=float(v.get("frequency", 0)),
-                                phase=float(v.get("phase", 0)), offset=float(v.get("offset", 0)))
-        if kind == "step":
-            return TimeFunction(kind, t0=float(v.get("t0", 0)), value_before=float(v.get("before", 0)),
-                                value=float(v["after"]))
-        return TimeFunction(kind, t=np.asarray(v["t"], float), y=np.asarray(v["value"], float))
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
-        raise ModelError(f"bad {kind} parameters: {e}", source, f"{fld}.{kind}") from None
+    f = f"{fld}.{kind}"
+    if kind == "constant":
+        return TimeFunction(kind, value=_num(v, source, f))
+    _check_keys(v, _FUNCTION_KEYS[kind], source, f)
+    if kind == "sine":
+        p = {k: _num(v.get(k, 0.0), source, f"{f}.{k}") for k in _FUNCTION_KEYS["sine"]}
+        return TimeFunction(kind, **p)
+    if kind == "step":
+        if "after" not in v:
+            raise ModelError("missing", source, f"{f}.after")
+        return TimeFunction(kind, t0=_num(v.get("t0", 0.0), source, f"{f}.t0"),
+                            value_before=_num(v.get("before", 0.0), source, f"{f}.before"),
+                            value=_num(v["after"], source, f"{f}.after"))
+    for k in ("t", "value"):
+        if k not in v:
+            raise ModelError("missing", source, f"{f}.{k}")
+    return TimeFunction(kind, t=_numlist(v["t"], source, f"{f}.t", 2), y=_numlist(v["value"], source, f"{f}.value", 2))
 
 
-_TOP_KEYS = {"name", "gravity", "bodies", "joints", "forces"}
+_TOP_KEYS = {"name", "gravity", "bodies", "joints", "forces", "simulation"}   # 'simulation': read elsewhere
 _BODY_KEYS = {"name", "mass", "com", "inertia"}
 _JOINT_KEYS = {"name", "type", "parent", "child", "parent_frame", "child_frame", "axis", "axis2", "q0", "u0"}
+_FORCE_KEYS = {"joint_spring_damper": {"name", "type", "joint", "stiffness", "damping", "q_ref"},
+               "point_spring_damper": {"name", "type", "body_a", "point_a", "body_b", "point_b", "stiffness",
+                                       "damping", "length"},
+               "joint_force": {"name", "type", "joint", "dof", "value"}}
 
 
 def _check_keys(d, allowed, source, fld):
     if not isinstance(d, dict):
-        raise ModelError("expected a mapping", source, fld)
-    unknown = set(d) - allowed
+        raise ModelError(f"expected a mapping, got {_short(d)}", source, fld)
+    unknown = set(d) - set(allowed)
     if unknown:
-        raise ModelError(f"unknown keys {sorted(unknown)} (allowed: {sorted(allowed)})", source, fld)
+        shown = sorted(unknown, key=lambda k: (not isinstance(k, str), str(k)))
+        raise ModelError(f"unknown keys {_short(shown)} (allowed: {sorted(allowed)})", source, fld)
 
 
-def model_from_dict(d: dict, source: str = "<model>") -> Model:
+def _require(d, keys, source, fld):
+    for k in keys:
+        if k not in d:
+            raise ModelError("missing", source, f"{fld}.{k}")
+
+
+def model_from_dict(d: dict, source: str = "<model>", strict_names: bool = False) -> Model:
+    """Validate a rigid-model mapping (the YAML top level) and build the Model.
+
+    ``strict_names`` (model files): names are printable text (no control or line-break characters) of at most
+    LIMITS['name_length'] characters. The Python API accepts any non-empty string: user strings reach
+    generated source only through the comment filter."""
+    source = str(source)
     _check_keys(d, _TOP_KEYS, source, "<top level>")
+
+    def nm(v, fld, what="name"):
+        return _name(v, source, fld, what, printable=strict_names)
+
     for k in ("bodies", "joints"):
         if k not in d:
             raise ModelError("missing", source, k)
         if not isinstance(d[k], list):
-            raise ModelError("expected a list", source, k)
+            raise ModelError(f"expected a list, got {_short(d[k])}", source, k)
+        _check_count(d[k], k, "bodies", source, k)
+    forces = d.get("forces")
+    forces = [] if forces is None else forces
+    if not isinstance(forces, list):
+        raise ModelError(f"expected a list, got {_short(forces)}", source, "forces")
+    _check_count(forces, "force elements", "forces", source, "forces")
+    name = nm(d["name"], "name", "model name") if "name" in d else \
+        (os.path.splitext(os.path.basename(source))[0] or "model")[:LIMITS["name_length"]]
     bodies, joints = [], []
     for i, b in enumerate(d["bodies"]):
-        _check_keys(b, _BODY_KEYS, source, f"bodies[{i}]")
-        for k in ("name", "mass"):
-            if k not in b:
-                raise ModelError("missing", source, f"bodies[{i}].{k}")
-        bodies.append(Body(b["name"], b["mass"], b.get("com", [0, 0, 0]), b.get("inertia", [[1, 0, 0], [0, 1, 0], [0, 0, 1]])))
+        f = f"bodies[{i}]"
+        _check_keys(b, _BODY_KEYS, source, f)
+        _require(b, ("name", "mass"), source, f)
+        bodies.append(Body(nm(b["name"], f + ".name", "body name"), b["mass"], b.get("com", [0, 0, 0]),
+                           b.get("inertia", [[1, 0, 0], [0, 1, 0], [0, 0, 1]])))
     for i, j in enumerate(d["joints"]):
-        _check_keys(j, _JOINT_KEYS, source, f"joints[{i}]")
-        for k in ("name", "type", "parent", "child"):
-            if k not in j:
-                raise ModelError("missing", source, f"joints[{i}].{k}")
-        jt = Joint(j["name"], j["type"], j["parent"], j["child"],
-                   _placement(j.get("parent_frame"), source, f"joints[{i}].parent_frame"),
-                   _placement(j.get("child_frame"), source, f"joints[{i}].child_frame"),
+        f = f"joints[{i}]"
+        _check_keys(j, _JOINT_KEYS, source, f)
+        _require(j, ("name", "type", "parent", "child"), source, f)
+        jt = Joint(nm(j["name"], f + ".name", "joint name"), _name(j["type"], source, f + ".type", "joint type"),
+                   nm(j["parent"], f + ".parent", "parent name"), nm(j["child"], f + ".child", "child name"),
+                   _placement(j.get("parent_frame"), source, f + ".parent_frame"),
+                   _placement(j.get("child_frame"), source, f + ".child_frame"),
                    axis=j.get("axis"), axis2=j.get("axis2"), q0=j.get("q0"), u0=j.get("u0"))
         if jt.q0 is not None and not isinstance(jt.q0, list):
             jt.q0 = [jt.q0]
@@ -105,55 +149,164 @@ def model_from_dict(d: dict, source: str = "<model>") -> Model:
             jt.u0 = [jt.u0]
         joints.append(jt)
     springs, psprings, jforces = [], [], []
-    for i, fd in enumerate(d.get("forces", []) or []):
-        fld = f"forces[{i}]"
+    for i, fd in enumerate(forces):
+        f = f"forces[{i}]"
         if not isinstance(fd, dict) or "type" not in fd or "name" not in fd:
-            raise ModelError("each force needs a name and a type", source, fld)
+            raise ModelError("each force needs a name and a type", source, f)
         t = fd["type"]
-        try:
-            if t == "joint_spring_damper":
-                _check_keys(fd, {"name", "type", "joint", "stiffness", "damping", "q_ref"}, source, fld)
-                springs.append(JointSpringDamper(fd["name"], fd["joint"], fd.get("stiffness", 0.0),
-                                                 fd.get("damping", 0.0), fd.get("q_ref", 0.0)))
-            elif t == "point_spring_damper":
-                _check_keys(fd, {"name", "type", "body_a", "point_a", "body_b", "point_b", "stiffness",
-                                 "damping", "length"}, source, fld)
-                psprings.append(PointSpringDamper(fd["name"], fd["body_a"], fd.get("point_a", [0, 0, 0]),
-                                                  fd["body_b"], fd.get("point_b", [0, 0, 0]),
-                                                  fd.get("stiffness", 0.0), fd.get("damping", 0.0),
-                                                  fd.get("length", 0.0)))
-            elif t == "joint_force":
-                _check_keys(fd, {"name", "type", "joint", "dof", "value"}, source, fld)
-                jforces.append(JointForce(fd["name"], fd["joint"], int(fd.get("dof", 0)),
-                                          _time_function(fd.get("value", 0.0), source, fld + ".value")))
-            else:
-                raise ModelError(f"unknown force type '{t}' (known: joint_spring_damper, "
-                                 "point_spring_damper, joint_force)", source, fld + ".type")
-        except KeyError as e:
-            raise ModelError(f"missing {e}", source, fld) from None
-    return Model(d.get("name", os.path.splitext(os.path.basename(source))[0]), bodies, joints,
-                 gravity=d.get("gravity", [0.0, -9.81, 0.0]), springs=springs, point_springs=psprings,
-                 joint_forces=jforces, source=source)
+        if not isinstance(t, str) or t not in _FORCE_KEYS:
+            raise ModelError(f"unknown force type {_short(t)} (known: joint_spring_damper, "
+                             "point_spring_damper, joint_force)", source, f + ".type")
+        _check_keys(fd, _FORCE_KEYS[t], source, f)
+        fname = nm(fd["name"], f + ".name", "force name")
+        if t == "joint_spring_damper":
+            _require(fd, ("joint",), source, f)
+            springs.append(JointSpringDamper(fname, nm(fd["joint"], f + ".joint", "joint name"),
+                                             fd.get("stiffness", 0.0), fd.get("damping", 0.0), fd.get("q_ref", 0.0)))
+        elif t == "point_spring_damper":
+            _require(fd, ("body_a", "body_b"), source, f)
+            psprings.append(PointSpringDamper(fname, nm(fd["body_a"], f + ".body_a", "body name"),
+                                              fd.get("point_a", [0, 0, 0]),
+                                              nm(fd["body_b"], f + ".body_b", "body name"),
+                                              fd.get("point_b", [0, 0, 0]),
+                                              _num(fd.get("stiffness", 0.0), source, f + ".stiffness"),
+                                              _num(fd.get("damping", 0.0), source, f + ".damping"),
+                                              _num(fd.get("length", 0.0), source, f + ".length")))
+        else:
+            _require(fd, ("joint",), source, f)
+            jforces.append(JointForce(fname, nm(fd["joint"], f + ".joint", "joint name"),
+                                      _num(fd.get("dof", 0), source, f + ".dof", integer=True),
+                                      _time_function(fd.get("value", 0.0), source, f + ".value")))
+    return Model(name, bodies, joints, gravity=d.get("gravity", [0.0, -9.81, 0.0]), springs=springs,
+                 point_springs=psprings, joint_forces=jforces, source=source,
+                 simulation=parse_simulation(d.get("simulation"), source, beams=False))
+
+
+# ---------------------------------------------------------------- reading a file
+
+class _TooBig(Exception):
+    pass
+
+
+def _yaml_loader():
+    """libyaml's safe loader where available (3-4x faster), else PyYAML's own."""
+    import yaml
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _check_yaml_size(text: str, Loader) -> None:
+    """Stream the parse events (nothing is composed or constructed) and refuse, as early as possible, a
+    document nested deeper than LIMITS['yaml_depth'], with more than LIMITS['yaml_nodes'] nodes, or whose
+    expanded size (an alias counts as the whole node it refers to) exceeds LIMITS['yaml_nodes'] (an alias
+    bomb), or with an alias used inside its own anchor (a recursive structure)."""
+    import yaml
+    limit, max_depth = LIMITS["yaml_nodes"], LIMITS["yaml_depth"]
+    scalar, alias = yaml.ScalarEvent, yaml.AliasEvent
+    starts, ends = (yaml.SequenceStartEvent, yaml.MappingStartEvent), (yaml.SequenceEndEvent, yaml.MappingEndEvent)
+    stack, sizes, open_anchors, made = [], {}, set(), 0
+    for ev in yaml.parse(text, Loader=Loader):
+        t = type(ev)
+        if t is scalar:
+            made += 1
+            if ev.anchor is not None:
+                sizes[ev.anchor] = 1
+            if stack:
+                stack[-1][0] += 1
+        elif t in starts:
+            made += 1
+            if len(stack) >= max_depth:
+                raise _TooBig(f"nested too deeply (more than {max_depth} levels)")
+            stack.append([1, ev.anchor])
+            if ev.anchor is not None:
+                open_anchors.add(ev.anchor)
+        elif t in ends:
+            size, anchor = stack.pop()
+            if anchor is not None:
+                sizes[anchor] = size
+                open_anchors.discard(anchor)
+            if stack:
+                stack[-1][0] += size
+        elif t is alias:
+            if ev.anchor in open_anchors:
+                raise _TooBig(f"alias *{str(ev.anchor)[:40]} is used inside its own anchor (a recursive structure)")
+            if stack:
+                stack[-1][0] += sizes.get(ev.anchor, 1)      # an undefined alias: the loader reports it
+        else:
+            continue
+        if made > limit:
+            raise _TooBig(f"too many YAML nodes (more than {limit:,})")
+        if stack and stack[-1][0] > limit:
+            raise _TooBig(f"too many YAML nodes after alias expansion (more than {limit:,}: an alias bomb?)")
+
+
+def _yaml_message(e) -> str:
+    """One line from a PyYAML error: the problem and where."""
+    problem = getattr(e, "problem", None)
+    mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+    if problem is None:
+        text = " ".join(str(e).split())
+    else:
+        ctx = getattr(e, "context", None)
+        text = (f"{ctx}: " if ctx else "") + " ".join(str(problem).split())
+    if mark is not None:
+        text += f" (line {mark.line + 1}, column {mark.column + 1})"
+    return text[:300]
+
+
+def read_model_file(path) -> dict:
+    """The top-level mapping of a model file, read within the limits; ModelError naming the file else."""
+    import yaml
+    path = os.fspath(path)
+    limit = LIMITS["file_mb"] * 2 ** 20
+    try:
+        if os.path.isdir(path):
+            raise ModelError("cannot read: it is a folder", path)
+        with open(path, "rb") as fh:
+            data = fh.read(limit + 1)
+    except OSError as e:
+        raise ModelError(f"cannot read: {e.strerror or e}", path) from None
+    if len(data) > limit:
+        raise ModelError(f"file larger than {LIMITS['file_mb']} MB ({limits_text()})", path)
+    if not data.strip():
+        raise ModelError("empty file: expected a mapping with bodies and joints (or beams and joints)", path)
+    try:
+        if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+            text = data.decode("utf-16")
+        else:
+            text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ModelError(f"not UTF-8 text (invalid byte at offset {e.start}): a model file is YAML or JSON",
+                         path) from None
+    Loader = _yaml_loader()
+    try:
+        _check_yaml_size(text, Loader)   # bounds first: nothing is built from the document before this passes
+        d = yaml.load(text, Loader=Loader)
+    except _TooBig as e:
+        raise ModelError(f"{e} ({limits_text()})", path) from None
+    except yaml.YAMLError as e:
+        raise ModelError(f"not valid YAML: {_yaml_message(e)}", path) from None
+    except RecursionError:
+        raise ModelError(f"nested too deeply ({limits_text()})", path) from None
+    except (ValueError, TypeError, OverflowError, MemoryError) as e:   # e.g. a timestamp 2020-13-45
+        text = "an integer with too many digits" if "integer string conversion" in str(e) else str(e)
+        raise ModelError(f"not valid YAML: {' '.join(text.split())[:200]}", path) from None
+    if d is None:
+        raise ModelError("empty file: expected a mapping with bodies and joints (or beams and joints)", path)
+    if not isinstance(d, dict):
+        raise ModelError(f"top level must be a mapping with bodies and joints, got {_short(d)}", path)
+    return d
 
 
 def load_model(path: str) -> Model:
     """Load and validate a YAML (or JSON) model file."""
-    import yaml
     path = os.fspath(path)
+    d = read_model_file(path)
     try:
-        with open(path) as fh:
-            text = fh.read()
-    except OSError as e:
-        raise ModelError(f"cannot read: {e.strerror}", path) from None
-    try:
-        d = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise ModelError(f"not valid YAML: {e}", path) from None
-    if not isinstance(d, dict):
-        raise ModelError("top level must be a mapping with bodies and joints", path)
-    if "beams" in d:                     # flexible beams (codegen/model/beams.py), the rancf algorithm
-        return beam_model_from_dict(d, source=path)
-    return model_from_dict(d, source=path)
+        if "beams" in d:                     # flexible beams (codegen/model/beams.py), the rancf algorithm
+            return beam_model_from_dict(d, source=path, strict_names=True)
+        return model_from_dict(d, source=path, strict_names=True)
+    except RecursionError:
+        raise ModelError(f"nested too deeply ({limits_text()})", path) from None
 
 
 def dumps_json(model: Model) -> str:
