@@ -422,9 +422,10 @@ def stability() -> dict:
         best, worst = None, None
         for h in hs:
             with np.errstate(all="ignore"):
-                r = s.simulate(1.0, h, integrator="rk4")
+                r = s.simulate(1.0, h, integrator="rk4", keep_partial=True)     # diverged: meta["partial"]
             tot = r.energy_total
-            ok = bool(np.isfinite(tot).all() and np.abs(tot - tot[0]).max() < 1e-3 * np.nanmax(r.energy_kinetic))
+            ok = bool(not r.meta.get("partial") and np.isfinite(tot).all()
+                      and np.abs(tot - tot[0]).max() < 1e-3 * np.nanmax(r.energy_kinetic))
             if ok:
                 best = h
             elif worst is None:

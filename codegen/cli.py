@@ -240,9 +240,9 @@ def cmd_simulate(args):
     if chk and chk["passed"] is False:
         tip = ("less numerical damping (--hht-alpha closer to 0) or a smaller --dt" if integ == "hht" else
                "a smaller --dt or more --substeps" if integ == "rk4" else "a tighter --rtol / --atol")
+        where = "--check-energy" if origin["check_energy"] == "option" else "check_energy of the model file"
         print(f"mbgen: error: energy check failed: max relative energy error {chk['value']:.2e} > tolerance "
-              f"{chk['tol']:g} ({'--check-energy' if origin['check_energy'] == 'option' else 'check_energy of the model file'}); "
-              f"results written to {path}; try {tip}", file=sys.stderr)
+              f"{chk['tol']:g} ({where}); results written to {path}; try {tip}", file=sys.stderr)
         return ENERGY_CHECK_FAILED
     return 0
 
@@ -384,7 +384,10 @@ def parser():
     model_args(s)
     s.add_argument("--quiet", action="store_true")
     s.set_defaults(fn=cmd_build)
-    s = sub.add_parser("simulate", help="build if needed, integrate, write results")
+    s = sub.add_parser("simulate", help="build if needed, integrate, write results",
+                       description="Each setting is the option if given, else the model file's `simulation:` "
+                                   "section, else the built-in default shown in brackets. Exit status: 0 ok, "
+                                   "2 bad input, 3 simulation diverged, 4 energy check failed.")
     model_args(s)
     # defaults None: the value used is the option, else the model file's `simulation:` section, else the
     # built-in default in brackets (SIMULATION_DEFAULTS)

@@ -1,5 +1,6 @@
 """Integration driver: every step runs inside the compiled kernel; Python only hands out chunks so that a
-progress bar can move."""
+progress bar can move.  Also the honesty checks around a run: divergence (SimulationDiverged), the RK4
+stability estimate of beam models, and the energy balance."""
 from __future__ import annotations
 
 import math
@@ -9,51 +10,327 @@ import numpy as np
 
 from .._version import __version__
 
+# RK4 is stable for oscillatory modes while h * omega < 2 sqrt(2) = 2.83 (its stability region on the
+# imaginary axis); 2.78 leaves a small margin.
+RK4_LIMIT = 2.78
+
+# kernel fail_code -> what happened
+FAIL_REASONS = {1: "the state became non-finite (NaN or inf)", 2: "the step size collapsed below 1e-14 max(1, |t|)",
+                3: "100 steps in a row were rejected", 4: "the HHT iteration matrix is not positive definite",
+                5: "the energy ran away"}
+RUNAWAY = 5        # not a kernel code: a finite state whose energy ran away (found after the run: runaway())
+RUNAWAY_GAIN = 0.5
+
+
+class SimulationDiverged(FloatingPointError):
+    """A simulation left the finite numbers, its energy ran away (finite states, but an energy gain larger
+    than half the largest energy so far), or (dopri5) its step size collapsed.
+
+    Attributes: ``t`` (time of the failure), ``sample`` (index of the first sample that could not be written,
+    or that ran away), ``coordinate`` (name of the first bad state component, or None), ``reason``, ``hint``,
+    ``last_t`` (time of the last good sample), ``integrator``, ``code`` (the kernel's fail_code, FAIL_REASONS;
+    RUNAWAY for the energy), and ``partial``: the Result of
+    the good samples (meta["partial"] = True) when it was asked for (simulate(keep_partial=True) returns it
+    instead of raising), else None."""
+
+    def __init__(self, message, *, t, sample, coordinate, reason, hint, last_t, integrator, code, partial=None):
+        super().__init__(message)
+        self.t, self.sample, self.coordinate, self.reason, self.hint = t, sample, coordinate, reason, hint
+        self.last_t, self.integrator, self.code, self.partial = last_t, integrator, code, partial
+
 
 def start_state(system, t_end, dt, q0=None, u0=None):
     """Initial state x = (q, u) of a simulation (the model's, unless q0 / u0 are given) and the sample
     times 0, dt, ..., t_end."""
     if not (dt > 0 and t_end > 0 and math.isfinite(dt) and math.isfinite(t_end)):
         raise ValueError("t_end and dt must be positive")
+    if round(t_end / dt) < 1:
+        raise ValueError(f"t_end = {t_end:g} is shorter than one sample interval dt = {dt:g}")
     qi, ui = system.model.initial_state()
     q, u = system._qu(qi if q0 is None else np.asarray(q0, float), ui if u0 is None else np.asarray(u0, float))
+    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(u))):
+        raise ValueError("the initial state must be finite")
     return np.concatenate([q, u]), np.arange(int(round(t_end / dt)) + 1) * dt
 
 
 def integrate_chunks(kernel, x, ts, integrator, substeps, rtol, atol, h_max, label, progress, other=None):
     """Run a compiled integrator from state x over the sample times ts (ts[0] = 0) in about 100 chunks, so
-    that a progress bar can move; every step runs inside the kernel. Returns (X, stats, wall seconds):
+    that a progress bar can move; every step runs inside the kernel. Returns (X, stats, wall seconds, fail):
     X the state at each sample, stats [rhs evaluations, steps, rejected steps or Newton iterations, ...].
-    ``other(t0, x, m) -> (states, stats)`` integrates m samples for an integrator besides rk4 and dopri5."""
+    ``other(t0, x, m) -> (states, stats)`` integrates m samples for an integrator besides rk4 and dopri5.
+
+    fail is None, or (the kernel stopped at a divergence; the rows of X from fail["sample"] on are NaN) a dict:
+    code (kernel fail_code), t, sample (index into ts of the first sample not written), index (the state
+    component the kernel named, or -1), state (rk4, hht: the bad state the step produced; dopri5: None)."""
     from tqdm import tqdm
     ns, dt, t_end = len(ts) - 1, ts[1] - ts[0], ts[-1]
-    X = np.empty((ns + 1, len(x)))
+    X = np.full((ns + 1, len(x)), np.nan)
     X[0] = x
     chunk = max(1, ns // 100)
     stats = np.zeros(4, dtype=np.int64)
     h = min(dt, 1e-3) if h_max is None else min(dt, h_max)
     t = 0.0
+    fail = None
     wall = time.perf_counter()
     with tqdm(total=ns, desc=label, unit="sample", disable=not progress, leave=False) as bar:
         k = 0
         while k < ns:
             m = min(chunk, ns - k)
             if integrator == "rk4":
-                X[k + 1:k + 1 + m] = kernel.integrate_rk4(ts[k], x, dt / substeps, m, substeps)
-                stats[0] += 4 * m * substeps
-                stats[1] += m * substeps
+                out, nok = kernel.run_rk4(ts[k], x, dt / substeps, m, substeps)
+                X[k + 1:k + 1 + m] = out
+                done = m if not kernel.fail_code else nok + 1
+                stats[0] += 4 * done * substeps
+                stats[1] += done * substeps
             elif integrator == "dopri5":
-                out, t, h, st = kernel.integrate_dopri5(t, x, h, ts[k + 1:k + 1 + m], rtol, atol,
-                                                        h_max if h_max else t_end)
+                out, t, h, st, nok = kernel.run_dopri5(t, x, h, ts[k + 1:k + 1 + m], rtol, atol,
+                                                       h_max if h_max else t_end)
                 X[k + 1:k + 1 + m] = out
                 stats[:3] += np.asarray(st)
             else:
                 out, st = other(ts[k], x, m)
                 X[k + 1:k + 1 + m] = out
                 stats += np.asarray(st)
+            if kernel.fail_code:
+                fail = {"code": int(kernel.fail_code), "t": float(kernel.fail_t),
+                        "sample": k + 1 + int(kernel.fail_sample), "index": int(kernel.fail_index),
+                        "state": None if integrator == "dopri5" else np.array(x)}
+                bar.update(int(kernel.fail_sample))
+                break
             k += m
             bar.update(m)
-    return X, stats, time.perf_counter() - wall
+    return X, stats, time.perf_counter() - wall, fail
+
+
+# ---------------------------------------------------------------------------------------------- divergence
+def _component(system, k):
+    """('coordinate' | 'velocity', name) of state component k of x = [q, u]."""
+    if k < system.nq:
+        return "coordinate", system.coord_names[k]
+    return "velocity", system.velocity_names[k - system.nq]
+
+
+def _bad_component(system, fail, last):
+    """Index of the state component to blame: the kernel's (dopri5), else among the non-finite components of
+    the bad state the one that was largest in the last good state (it is the one that ran away)."""
+    if fail["index"] >= 0 or fail["state"] is None:
+        return fail["index"]
+    bad = np.flatnonzero(~np.isfinite(fail["state"]))
+    if bad.size == 0:                        # finite but run away: the largest component
+        return int(np.argmax(np.abs(fail["state"])))
+    if bad.size == 1:
+        return int(bad[0])
+    return int(bad[np.argmax(np.abs(last[bad]))])
+
+
+def _summary(system, x):
+    """'max |q| = 3.1 (hinge1.angle), max |u| = 1.2e+03 (hinge1.rate)' for a state."""
+    q, u = x[:system.nq], x[system.nq:]
+    out = []
+    for what, v, names in (("q", q, system.coord_names), ("u", u, system.velocity_names)):
+        if v.size:
+            i = int(np.argmax(np.abs(v)))
+            out.append(f"max |{what}| = {abs(v[i]):.3g} ({names[i]})")
+    return ", ".join(out)
+
+
+def divergence(system, fail, X, ts, integrator, h, stable_step=None):
+    """The SimulationDiverged for a failed run (partial left None): time, first bad coordinate by name, last
+    good state, hint.  h: the integrator's (fixed) step; stable_step: the estimated stable rk4 step of a beam
+    model, if known."""
+    code, t, sample = fail["code"], fail["t"], fail["sample"]
+    last = X[sample - 1]
+    k = _bad_component(system, fail, last)
+    kind, name = _component(system, k) if k >= 0 else (None, None)
+    reason = fail.get("detail") or FAIL_REASONS.get(code, f"kernel failure code {code}")
+    if code == 1 and integrator == "dopri5":
+        reason = "the state derivative became non-finite (NaN or inf)"
+    if integrator == "rk4" and code in (1, RUNAWAY):
+        if system.beams:
+            est = f"; the estimated stable rk4 step is {stable_step:.2g} s" if stable_step else ""
+            hint = (f"the model is too stiff for rk4 at h = {h:g} s{est}: use --integrator hht, or a smaller --dt "
+                    "or more --substeps")
+        else:
+            hint = (f"the step h = {h:g} s is too large for this model (stiff forces or fast motion): use a smaller "
+                    "--dt or more --substeps, or --integrator dopri5")
+    elif integrator == "hht" and code in (1, 4, RUNAWAY):
+        hint = f"use a smaller --dt or more --substeps (h = {h:g} s), or check the model (parameters, loads)"
+    elif code in (2, 3):
+        hint = ("loosen --rtol / --atol, or check the model (a singularity or a discontinuous force near "
+                f"t = {t:.6g} s)")
+    else:
+        hint = "check the model (a singular configuration, force values or a force hook returning NaN)"
+    where = ""
+    if name is not None:
+        if code in (2, 3):
+            where = f"; largest error in {kind} {name}"
+        elif code == 1 and integrator == "dopri5":
+            where = f"; first non-finite derivative: {kind} {name}"
+        elif code == RUNAWAY:
+            where = f"; runaway {kind}: {name} = {fail['state'][k]:.3g}"
+        else:
+            where = f"; first bad {kind}: {name}"
+    msg = (f"simulation diverged at t = {t:.6g} s (sample {sample} of {len(ts) - 1}, {integrator}): {reason}{where}; "
+           f"last good state at t = {ts[sample - 1]:.6g} s (sample {sample - 1}): {_summary(system, last)}. "
+           f"Hint: {hint}")
+    return SimulationDiverged(msg, t=t, sample=sample, coordinate=name, reason=reason, hint=hint,
+                              last_t=float(ts[sample - 1]), integrator=integrator, code=code)
+
+
+# ---------------------------------------------------------------------------------------------- stiffness
+def beam_omega_max(system) -> float:
+    """Estimated highest natural frequency [rad/s] of a beam system at its initial state: the largest
+    generalized eigenvalue of (K_T, M_E) over the elements (tangent stiffness from the compiled elastic
+    forces, consistent mass M_E (Hu & Wang eq 4) from the plan).  An element bound: the assembled system's
+    highest frequency is at most this (for M3: 6.5 (2 / l_e) sqrt(E / rho) here against 4.8 assembled)."""
+    from ..algorithms.rancf.plan import NPE
+    cached = getattr(system, "_omega_cache", None)
+    if cached is not None and cached[0] is system.plan:
+        return cached[1]
+    q0, _ = system.model.initial_state()
+    _, K = system.kernel.elastic(np.ascontiguousarray(q0, float), 1)
+    p = system.plan.params()
+    nbar = K.shape[0]
+    M = np.stack([p[2 + NPE * s:2 + NPE * s + 64].reshape(8, 8) for s in range(nbar)])
+    lam = np.linalg.eigvals(np.linalg.solve(M, K)).real.max()
+    om = float(math.sqrt(max(lam, 0.0)))
+    system._omega_cache = (system.plan, om)
+    return om
+
+
+def rk4_stable_step(system):
+    """Largest stable rk4 step [s] of a beam system (RK4_LIMIT / omega_max), None for rigid models (no
+    estimate)."""
+    if not system.beams:
+        return None
+    om = beam_omega_max(system)
+    return math.inf if om == 0 else RK4_LIMIT / om
+
+
+# ---------------------------------------------------------------------------------------------- energy
+def applied_power(system, res, joint_forces_only=False):
+    """Power of the non-conservative applied forces at the samples (W), or None when it is not known (a
+    force hook).  Joint dampers: -c u^2; joint forces: f(t) u; point dampers: -c (dL/dt)^2 with dL/dt from
+    the sampled spring length (second-order differences).  Springs and gravity are in the potential; beam
+    loads are constant (in energy_gravity), so beam models have none.  joint_forces_only: the joint forces'
+    part alone."""
+    m = system.model
+    P = np.zeros(len(res.t))
+    if system.beams:
+        return P
+    if m.tau_hook is not None:
+        return None
+    off = {j.name: o for j, o in zip(m.joints, m.q_offsets())}
+    for s in ([] if joint_forces_only else m.springs):
+        iv = off[s.joint][1]
+        for k, c in enumerate(np.atleast_1d(s.damping)):
+            P -= c * res.u[:, iv + k] ** 2
+    for f in m.joint_forces:
+        iv = off[f.joint][1] + f.dof
+        P += np.array([f.function(t) for t in res.t]) * res.u[:, iv]
+    if not joint_forces_only and any(p.damping for p in m.point_springs):
+        if len(res.t) < 3:
+            return None
+        bi = {b: i for i, b in enumerate(res.body_names)}
+
+        def world(body, pt):
+            if body == "ground":
+                return np.broadcast_to(pt, (len(res.t), 3))
+            i = bi[body]
+            w, x, y, z = res.body_quat[:, i].T
+            R = np.stack([np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+                          np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+                          np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1)], -2)
+            return res.body_com[:, i] + R @ (pt - m.body(body).com)
+
+        for p in m.point_springs:
+            if p.damping:
+                L = np.linalg.norm(world(p.body_b, p.point_b) - world(p.body_a, p.point_a), axis=1)
+                P -= p.damping * np.gradient(L, res.t, edge_order=2) ** 2
+    return P
+
+
+def cumulative_work(P, t):
+    """W(t_k) = int_0^t_k P dt at uniformly spaced samples: per interval the cubic through four neighbouring
+    samples (h/24 (-P[i-1] + 13 P[i] + 13 P[i+1] - P[i+2])), the quadratic through three at the ends; trapezoids
+    for two samples."""
+    n = len(P)
+    if n < 2:
+        return np.zeros(n)
+    h = (t[-1] - t[0]) / (n - 1)
+    if n == 2:
+        inc = 0.5 * h * (P[:1] + P[1:])
+    else:
+        inc = np.empty(n - 1)
+        inc[0] = h / 12 * (5 * P[0] + 8 * P[1] - P[2])
+        inc[-1] = h / 12 * (5 * P[-1] + 8 * P[-2] - P[-3])
+        if n > 3:
+            inc[1:-1] = h / 24 * (-P[:-3] + 13 * P[1:-2] + 13 * P[2:-1] - P[3:])
+    return np.concatenate([[0.0], np.cumsum(inc)])
+
+
+def energy_balance(system, res) -> dict:
+    """Energy monitor of a run: value = max_t |E(t) - E0 - W(t)| / max(max|T|, max|V|, |E0|), W the work of the
+    applied non-conservative forces (cumulative_work of applied_power).  Returns {"value", "change"
+    (E(end) - E0), "work" (W(end), None if unknown), "conservative" (no such forces)}; value is None when the
+    work is not known (a force hook)."""
+    E = res.energy_total
+    T, V = res.energy_kinetic, res.energy_potential
+    change = float(E[-1] - E[0])
+    P = applied_power(system, res)
+    if P is None:
+        return {"value": None, "change": change, "work": None, "conservative": False}
+    m = system.model
+    conservative = system.beams or not (any(np.any(sp.damping) for sp in m.springs) or m.joint_forces
+                                        or any(ps.damping for ps in m.point_springs))
+    W = cumulative_work(P, res.t)
+    scale = max(float(np.abs(T).max()), float(np.abs(V).max()), abs(float(E[0])))
+    err = float(np.abs(E - E[0] - W).max())
+    value = 0.0 if scale == 0 else err / scale
+    return {"value": value, "change": change, "work": float(W[-1]), "conservative": bool(conservative)}
+
+
+def runaway(system, res, X):
+    """The first sample at which a run has visibly run away although its state is finite, as a fail dict
+    (code RUNAWAY) for divergence(), or None: an energy that is not finite, or a spurious energy gain
+    E - E0 - W larger than RUNAWAY_GAIN times the largest |T|, |V|, |E0| seen up to that sample (an unstable
+    explicit step pumps energy in; numerical damping only takes it out, so losses never count).  W: the
+    work of dampers and joint forces, with the integral of the joint forces' |power| as slack (their W is a
+    quadrature of sampled, maybe discontinuous power); not checked when W is not known (a force hook)."""
+    from types import SimpleNamespace
+    ts, T, V = res.t, res.energy_kinetic, res.energy_potential
+    E = T + V
+    bad = ~(np.isfinite(T) & np.isfinite(V))
+    bad[0] = False
+    k = int(np.argmax(bad)) if bad.any() else None
+    n = len(ts) if k is None else k                  # the finite prefix
+    gain_at = None
+    if n > 1:
+        pre = SimpleNamespace(t=ts[:n], u=res.u[:n], energy_kinetic=T[:n], energy_potential=V[:n],
+                              body_names=res.body_names, body_com=res.body_com[:n], body_quat=res.body_quat[:n])
+        with np.errstate(all="ignore"):
+            P = applied_power(system, pre)
+            if P is not None:
+                # causal (trapezoidal) W: a stencil reaching past sample k would mix later garbage into W(t_k)
+                W = np.concatenate([[0.0], np.cumsum(0.5 * (P[1:] + P[:-1]) * np.diff(ts[:n]))])
+                gain = E[:n] - E[0] - W
+                scale = np.maximum.accumulate(np.maximum(np.maximum(np.abs(T[:n]), np.abs(V[:n])), abs(E[0])))
+                # joint forces: their W is a quadrature of sampled power, as uncertain as the work that went
+                # through in all (a step force between two samples): that much slack on top
+                absP = np.abs(applied_power(system, pre, joint_forces_only=True))
+                slack = np.concatenate([[0.0], np.cumsum(np.maximum(absP[1:], absP[:-1]) * np.diff(ts[:n]))])
+                over = gain > RUNAWAY_GAIN * scale + slack
+                over[0] = False
+                if over.any():
+                    gain_at = k = int(np.argmax(over))
+    if k is None:
+        return None
+    if gain_at is not None:
+        detail = (f"the energy ran away (an unstable step pumps energy in): E - E0 - W = {gain[k]:.3g} J, more "
+                  f"than {RUNAWAY_GAIN:g} x the largest |T|, |V|, |E0| so far ({scale[k]:.3g} J)")
+    else:
+        detail = "the energy became non-finite (the state ran away)"
+    return {"code": RUNAWAY, "t": float(ts[k]), "sample": k, "index": -1, "state": X[k].copy(), "detail": detail}
 
 
 def versions():
@@ -62,5 +339,3 @@ def versions():
     import platform
     return {"mbgen": __version__, "numpy": np.__version__, "sympy": sympy.__version__,
             "cython": Cython.__version__, "python": platform.python_version()}
-
-

@@ -1,6 +1,7 @@
 """The user-facing compiled system: a model (rigid tree or flexible beams) bound to one compiled kernel."""
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Optional
 
@@ -10,7 +11,8 @@ from ..algorithms import family
 from ..algorithms.mstmm import joint_reactions, reaction_history
 from ..compiler import BuildError, build_module
 from ..model import BeamModel
-from .integrate import integrate_chunks, start_state, versions
+from .integrate import (divergence, energy_balance, integrate_chunks, rk4_stable_step, runaway, start_state,
+                        versions)
 from .result import Result
 
 BEAM_METHODS = ("rancf", "dense")   # beam models: the O(n) recursion, or the dense Cholesky of the same Omega
@@ -201,9 +203,10 @@ class System:
         return self.kernel.element_points(q, npts)
 
     # ---------------------------------------------------------------- simulation
-    def simulate(self, t_end: float, dt: float, integrator: str = "rk4", q0=None, u0=None, rtol: float = 1e-8,
-                 atol: float = 1e-10, h_max: Optional[float] = None, substeps: int = 1, progress: bool = False,
-                 alpha: float = -0.05, newton_tol: float = 1e-6, max_newton: int = 20) -> Result:
+    def simulate(self, t_end: float, dt: float, integrator: Optional[str] = None, q0=None, u0=None,
+                 rtol: float = 1e-8, atol: float = 1e-10, h_max: Optional[float] = None, substeps: int = 1,
+                 progress: bool = False, alpha: float = -0.05, newton_tol: float = 1e-6, max_newton: int = 20,
+                 check_energy: Optional[float] = None, keep_partial: bool = False) -> Result:
         """Integrate from the model's initial state (or q0, u0) to t_end, sampling every dt.
 
         rk4 takes fixed steps of dt / substeps; dopri5 chooses its own steps (rtol, atol, h_max) and writes the
@@ -212,12 +215,40 @@ class System:
         factored by the same O(n) recursion and reused across iterations and steps until the convergence
         slows, fixed step dt/substeps.  The whole loop runs in compiled code; the Python side only hands out
         chunks so that a progress bar can move.
+
+        integrator None: rk4 for rigid models; for beam models rk4 if dt / substeps is below the estimated
+        stable rk4 step (``rk4_stable_step``), else hht (meta["integrator_choice"] says why).
+
+        Every integrator watches the state in compiled code: a non-finite state (or, dopri5, a step size
+        collapse) raises SimulationDiverged naming the time, the first bad coordinate and the last good state;
+        with keep_partial=True the Result of the good samples is returned instead (meta["partial"] = True,
+        meta["diverged_at"] = t, meta["diverged"] = the message).
+
+        Energy: meta["energy"] = energy_balance() (relative error of E - E0 - W, W the work of dampers and
+        joint forces); with check_energy = tol also meta["energy_check"] = {"tol", "value", "passed"}.
         """
+        stable = rk4_stable_step(self) if self.beams else None
+        choice = None
+        if integrator is None:
+            integrator = "rk4"
+            if self.beams and dt / substeps > stable:
+                integrator = "hht"
+                choice = (f"hht chosen: rk4 at h = {dt / substeps:g} s would be unstable (estimated stable rk4 "
+                          f"step {stable:.2g} s)")
+            else:
+                choice = "rk4 (default)" + (f"; estimated stable rk4 step {stable:.2g} s" if self.beams else "")
         if integrator not in self.integrators:
             raise ValueError(f"integrator '{integrator}' not one of {', '.join(self.integrators)}"
                              + ("" if self.beams else " (hht: flexible-beam models only)"))
         if integrator == "hht" and not (-1.0 / 3.0 <= alpha <= 0.0):
             raise ValueError("HHT alpha must lie in [-1/3, 0]")
+        if not (isinstance(substeps, (int, np.integer)) and substeps >= 1):
+            raise ValueError(f"substeps must be a positive integer, got {substeps!r}")
+        if integrator == "dopri5" and not (1e-14 <= rtol < math.inf and 0 < atol < math.inf):
+            raise ValueError(f"dopri5 needs 1e-14 <= rtol (double precision cannot meet a tighter one) and atol > 0, "
+                             f"got rtol = {rtol:g}, atol = {atol:g}")
+        if check_energy is not None and not (check_energy > 0 and math.isfinite(check_energy)):
+            raise ValueError(f"check_energy must be a positive tolerance, got {check_energy!r}")
         x, ts = start_state(self, t_end, dt, q0, u0)
         acc, nfact = None, 0
 
@@ -229,9 +260,9 @@ class System:
             nfact += self.kernel.hht_nfact
             return out
 
-        X, stats, wall = integrate_chunks(self.kernel, x, ts, integrator, substeps, rtol, atol, h_max,
-                                          f"simulate {self.model.name}", progress, other=hht)
-        if integrator == "hht" and stats[3]:
+        X, stats, wall, fail = integrate_chunks(self.kernel, x, ts, integrator, substeps, rtol, atol, h_max,
+                                                f"simulate {self.model.name}", progress, other=hht)
+        if integrator == "hht" and stats[3] and not fail:
             warnings.warn(f"HHT: {int(stats[3])} of {int(stats[1])} steps stopped at {max_newton} Newton iterations "
                           f"without reaching newton_tol = {newton_tol:g}", RuntimeWarning)
         meta = {"model": self.model.source, "model_name": self.model.name, "algorithm": self.algorithm,
@@ -240,9 +271,34 @@ class System:
                 "wall_time_s": wall, "rhs_evaluations": int(stats[0]), "steps": int(stats[1]),
                 "rejected_steps": int(stats[2]) if integrator == "dopri5" else 0,
                 "build_key": self.build_info["key"], "versions": versions()}
+        if choice:
+            meta["integrator_choice"] = choice
+        if stable is not None:
+            meta["rk4_stable_step"] = stable if math.isfinite(stable) else None
         if integrator == "hht":
             meta.update(hht_alpha=alpha, newton_iterations=int(stats[2]), newton_not_converged=int(stats[3]),
                         newton_factorizations=nfact)
+        n = fail["sample"] if fail else len(ts)
+        res = self._result(X[:n], ts[:n], meta)
+        fail = runaway(self, res, X[:n]) or fail   # finite states whose energy ran away: an earlier failure
+        if fail:
+            err = divergence(self, fail, X, ts, integrator, dt / substeps, stable)
+            if not keep_partial:
+                raise err
+            n = fail["sample"]
+            meta.update(partial=True, diverged_at=err.t, diverged=str(err))
+            res = self._result(X[:n], ts[:n], meta)      # (X[:n] for mstmm's reaction history too)
+            err.partial = res
+            res.divergence = err
+            return res
+        en = energy_balance(self, res)
+        meta["energy"] = en
+        if check_energy is not None:
+            meta["energy_check"] = {"tol": check_energy, "value": en["value"],
+                                    "passed": None if en["value"] is None else bool(en["value"] <= check_energy)}
+        return res
+
+    def _result(self, X, ts, meta) -> Result:
         q, u = X[:, :self.nq].copy(), X[:, self.nq:].copy()
         names = (list(self.coord_names), list(self.velocity_names), list(self.body_names))
         if self.beams:
