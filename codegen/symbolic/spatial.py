@@ -6,8 +6,9 @@ P from the centroid C:
     M^P  = T^T M^c T                              eq (8)
     Q^P  = T^T (Q^c - M^c Tdot Y^P)               eq (8)
     B1, B2 velocity transformation matrices       eqs (25), (33)   Y_j = B1 Y_i + B2 qdot_j
-The kernels of ``templates/recursive.pyx.j2`` implement exactly these expressions; tests compare
-them numerically.
+The recursion's kernels (``templates/recursive/recursive.pyx.j2``) are generated from the same
+expressions by ``codegen.symbolic.articulated`` (sympy + CSE, printed as Cython helpers); tests compare
+them with numpy and with these elements (tests/test_spatial_codegen.py).
 """
 from __future__ import annotations
 
