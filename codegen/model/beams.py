@@ -41,6 +41,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
+from .checks import _check_keys
 from .core import (GROUND, LIMITS, ModelError, _check_count, _name, _normalised, _num,
                    _short, limits_text)
 from .simulation import parse_simulation
@@ -163,15 +164,6 @@ def _vec2(v, source, fld, nonzero=False):
     return out
 
 
-def _keys(d, allowed, source, fld):
-    if not isinstance(d, dict):
-        raise ModelError(f"expected a mapping, got {_short(d)}", source, fld)
-    unknown = set(d) - set(allowed)
-    if unknown:
-        shown = sorted(unknown, key=lambda k: (not isinstance(k, str), str(k)))
-        raise ModelError(f"unknown keys {_short(shown)} (allowed: {sorted(allowed)})", source, fld)
-
-
 def _list(d, k, source, nonempty=True):
     v = d.get(k, []) if not nonempty else d[k]
     v = [] if v is None and not nonempty else v
@@ -191,7 +183,7 @@ def beam_model_from_dict(d: dict, source: str = "<model>", strict_names: bool = 
 
     ``strict_names`` (model files): names must be printable text; see model_from_dict."""
     source = str(source)
-    _keys(d, _TOP, source, "<top level>")
+    _check_keys(d, _TOP, source, "<top level>")
 
     def nm(v, fld, what="name"):
         return _name(v, source, fld, what, printable=strict_names)
@@ -205,14 +197,14 @@ def beam_model_from_dict(d: dict, source: str = "<model>", strict_names: bool = 
     _check_count(load_list, "loads", "forces", source, "loads")
     init = d.get("initial", {})
     init = {} if init is None else init
-    _keys(init, {"angle", "at_rest"}, source, "initial")
+    _check_keys(init, {"angle", "at_rest"}, source, "initial")
     if init.get("at_rest", True) is not True:
         raise ModelError("only 'at_rest: true' is supported (straight beams at rest)", source, "initial.at_rest")
     angle0 = _num(init.get("angle", 0.0), source, "initial.angle")
     beams, names, n_elements = [], {}, 0
     for i, b in enumerate(d["beams"]):
         fld = f"beams[{i}]"
-        _keys(b, _BEAM, source, fld)
+        _check_keys(b, _BEAM, source, fld)
         for k in ("name", "length", "elements", "E", "A", "I", "rho"):
             if k not in b:
                 raise ModelError("missing", source, f"{fld}.{k}")
@@ -234,7 +226,7 @@ def beam_model_from_dict(d: dict, source: str = "<model>", strict_names: bool = 
     joints, child_of, jnames = [], {}, set()
     for i, j in enumerate(d["joints"]):
         fld = f"joints[{i}]"
-        _keys(j, _JOINT, source, fld)
+        _check_keys(j, _JOINT, source, fld)
         for k in ("type", "parent", "child"):
             if k not in j:
                 raise ModelError("missing", source, f"{fld}.{k}")
@@ -306,7 +298,7 @@ def beam_model_from_dict(d: dict, source: str = "<model>", strict_names: bool = 
     loads, lnames = [], set()
     for i, ld in enumerate(load_list):
         fld = f"loads[{i}]"
-        _keys(ld, _LOAD, source, fld)
+        _check_keys(ld, _LOAD, source, fld)
         for k in ("beam", "force"):
             if k not in ld:
                 raise ModelError("missing", source, f"{fld}.{k}")

@@ -259,3 +259,13 @@ def _orthonormal(R: np.ndarray) -> bool:
     if np.abs(R).max() > 1 + 1e-6:      # entries of a rotation are in [-1, 1] (and no overflow below)
         return False
     return bool(np.allclose(R @ R.T, np.eye(3), atol=1e-9) and np.linalg.det(R) > 0)
+
+
+def _check_keys(d, allowed, source, fld):
+    """A mapping whose keys are all in ``allowed`` (rigid and beam schemas alike)."""
+    if not isinstance(d, dict):
+        raise ModelError(f"expected a mapping, got {_short(d)}", source, fld)
+    unknown = set(d) - set(allowed)
+    if unknown:
+        shown = sorted(unknown, key=lambda k: (not isinstance(k, str), str(k)))
+        raise ModelError(f"unknown keys {_short(shown)} (allowed: {sorted(allowed)})", source, fld)

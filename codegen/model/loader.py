@@ -13,6 +13,7 @@ import os
 import numpy as np
 
 from .beams import beam_model_from_dict
+from .checks import _check_keys
 from .core import (FORCE_FUNCTIONS, LIMITS, Body, Joint, JointForce, JointSpringDamper, Model, ModelError,
                    Placement, PointSpringDamper, TimeFunction, _check_count, _mat3, _name, _normalised, _num,
                    _numlist, _short, _unit, _vec, limits_text)
@@ -85,15 +86,6 @@ _FORCE_KEYS = {"joint_spring_damper": {"name", "type", "joint", "stiffness", "da
                "point_spring_damper": {"name", "type", "body_a", "point_a", "body_b", "point_b", "stiffness",
                                        "damping", "length"},
                "joint_force": {"name", "type", "joint", "dof", "value"}}
-
-
-def _check_keys(d, allowed, source, fld):
-    if not isinstance(d, dict):
-        raise ModelError(f"expected a mapping, got {_short(d)}", source, fld)
-    unknown = set(d) - set(allowed)
-    if unknown:
-        shown = sorted(unknown, key=lambda k: (not isinstance(k, str), str(k)))
-        raise ModelError(f"unknown keys {_short(shown)} (allowed: {sorted(allowed)})", source, fld)
 
 
 def _require(d, keys, source, fld):
