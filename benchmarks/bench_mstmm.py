@@ -44,7 +44,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE.parent / "tests"))           # tests/peers.py: the pinocchio mapping
+sys.path.insert(0, str(HERE.parent / "tests" / "support"))   # tests/support/peers.py: the pinocchio mapping
 
 import codegen  # noqa: E402
 from codegen.models import branch_system, chain  # noqa: E402

@@ -1,27 +1,10 @@
-"""Shared fixtures: one build cache for the whole run (generated/ or $MBGEN_CACHE_DIR), memoised systems."""
+"""Shared fixtures. The tests mirror the package: tests/<layer>/ (model, symbolic, algorithms/<family>, compiler,
+runtime, cli) plus tests/peers/ (trusted peers); helpers live in tests/support/ (on the path via pytest's
+``pythonpath``)."""
 import numpy as np
 import pytest
-
-import codegen
-
-_SYSTEMS = {}
-
-
-def get_system(model, algorithm="recursive", **options):
-    """Build (or reuse within this run) the kernels of a model; keyed by name, algorithm, options."""
-    key = (model.name, repr(model.topology_key()), algorithm, tuple(sorted(options.items())))
-    if key not in _SYSTEMS:
-        _SYSTEMS[key] = codegen.build(model, algorithm, **options)
-    s = _SYSTEMS[key]
-    s.update_model(model)          # same topology, possibly other numbers
-    return s
 
 
 @pytest.fixture
 def rng():
     return np.random.default_rng(20261122)
-
-
-def rel_err(a, b):
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300))

@@ -97,3 +97,20 @@ def test_inspect_algorithms_lists_every_family(capsys):
     for name, fam in FAMILIES.items():
         assert f"{name}: {fam.description}" in out
         assert fam.paper in out
+
+
+def test_tests_mirror_the_package():
+    """Every test lives beside what it tests: tests/<layer>/ for a codegen/<layer>/ package,
+    tests/algorithms/<family>/ for a registered family, tests/cli/ for cli.py; peers and support aside."""
+    extra = {"cli", "peers", "support"}
+    for f in (ROOT / "tests").rglob("test_*.py"):
+        parts = f.relative_to(ROOT / "tests").parts[:-1]
+        if not parts:
+            assert f.name == "test_architecture.py", f"{f.name} belongs in a layer folder"
+            continue
+        if parts[0] in extra:
+            assert len(parts) == 1, f
+        elif parts[0] == "algorithms" and len(parts) == 2:
+            assert parts[1] in FAMILIES, f"{f}: no family {parts[1]!r}"
+        else:
+            assert (PACKAGE.joinpath(*parts) / "__init__.py").exists(), f"{f}: no package codegen/{'/'.join(parts)}"

@@ -35,7 +35,7 @@ Reading notes on the seed text (the text is an OCR/HTML conversion; some formula
   (S_i = i-th row of S), i.e.
         U = 1/2 e^T [c^2 (A11+B22) + s^2 (A22+B11) + c s (A12+A21-B12-B21)] e - (c A1 + s A2) e + E A l/2
   with c = cos(alpha), s = sin(alpha); see ``elastic_force_eq7`` (it equals the symbolic gradient,
-  which tests/test_ancf_symbolic.py checks).  "F_EK = K_E e" in eq 7 is notation only: F_EK is
+  which tests/symbolic/test_ancf_symbolic.py checks).  "F_EK = K_E e" in eq 7 is notation only: F_EK is
   not linear in e.
 * Eq 9 prints F_EG = m g [0, 1/2, 0, l/12, 0, 1/2, 0, -l/12]^T, i.e. g is the signed y component
   of gravity; here F_EG = int rho A S^T g ds for any g = (g_x, g_y), which reduces to eq 9 for

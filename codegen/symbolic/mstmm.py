@@ -68,7 +68,7 @@ Reading notes on the seed text (an HTML conversion; several displays are lost or
 
 A remark on the smooth-hinge relation (eq 10): its angular-acceleration row is the third block row
 of the OUTBOARD body set to zero, i.e. it enforces m = 0 at the outboard body's OUTPUT (the next
-hinge), not at the hinge itself.  Consequences (shown numerically in tests/test_mstmm_ref.py, see
+hinge), not at the hinge itself.  Consequences (shown numerically in tests/algorithms/mstmm/test_mstmm_ref.py, see
 codegen/mstmm_ref.py): along a chain every hinge enforces the moment condition one body further
 toward the root, the moment at the output of the chain's tip body is never enforced and the root
 moment condition is enforced twice (row 4 of eq 57 is identically 0 = 0); and the hinge step of the

@@ -8,7 +8,7 @@ P from the centroid C:
     B1, B2 velocity transformation matrices       eqs (25), (33)   Y_j = B1 Y_i + B2 qdot_j
 The recursion's kernels (``templates/recursive/recursive.pyx.j2``) are generated from the same
 expressions by ``codegen.symbolic.articulated`` (sympy + CSE, printed as Cython helpers); tests compare
-them with numpy and with these elements (tests/test_spatial_codegen.py).
+them with numpy and with these elements (tests/symbolic/test_spatial_codegen.py).
 """
 from __future__ import annotations
 

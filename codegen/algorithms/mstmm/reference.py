@@ -50,12 +50,12 @@ the hinge: with z_a = S z_b + e at the hinge input, m_z = 0 gives Omega'_I = -(S
     P~ = [[1, 0, 0], [0, 1, 0], [-S00/S02, -S01/S02, 0]],  P~q~ = [0, 0, -e0/S02],
 and eqs 29-30 with T11 = I, T12 = O (the hinge passes m and q).  Then the subchain roots carry the
 conditions m_{1,O} = m_{5,O} = 0 in their own Riccati rows and no extra row is needed.  Both variants
-give the same result (checked against a Lagrange derivation in tests/test_mstmm_ref.py).
+give the same result (checked against a Lagrange derivation in tests/algorithms/mstmm/test_mstmm_ref.py).
 
 Planar chains (``chain_classical`` / ``chain_riccati``, the n-link chain of codegen.models.chain): the
 classical transfer matrix method multiplies all element matrices (eqs 18-19) and solves the boundary
 conditions once; the product's entries grow about 4x per rod, so its accuracy is lost after about 25
-rods (tests/test_mstmm_accuracy.py).  The Riccati recursion with the same matrices stays at round-off
+rods (tests/algorithms/mstmm/test_mstmm_accuracy.py).  The Riccati recursion with the same matrices stays at round-off
 with the articulated hinge step; with the paper's hinge (eq 10) the moment condition of the first hinge
 must be carried back from the tip through every P_i, and that carried row grows like the product (lost
 after about 150 rods) -- the reason why the generated kernels (templates/mstmm.pyx.j2) use the
@@ -63,7 +63,7 @@ articulated hinge step.
 
 ``aba_reference``: forward dynamics of revolute / ball-joint trees in mpmath (30 digits by default), an
 articulated-body algorithm independent of both generated kernels, to measure the true error of the
-double-precision solvers on the ill-conditioned M5 (tests/test_mstmm_accuracy.py, benchmarks/bench_mstmm.py).
+double-precision solvers on the ill-conditioned M5 (tests/algorithms/mstmm/test_mstmm_accuracy.py, benchmarks/bench_mstmm.py).
 """
 from __future__ import annotations
 

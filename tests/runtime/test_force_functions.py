@@ -11,7 +11,7 @@ import pytest
 
 import codegen
 
-from conftest import get_system
+from support.systems import get_system
 
 SINE = {"amplitude": 1.7, "frequency": 2.3, "phase": 0.4, "offset": -0.3}
 STEP = {"t0": 0.75, "before": 0.5, "after": -1.25}

@@ -7,7 +7,8 @@ import codegen
 from codegen.algorithms.mstmm import reference as mstmm_ref
 from codegen.compiler import BuildError, generated_source
 from codegen.models import branch_system, random_state, random_tree
-from conftest import get_system, rel_err
+from support.systems import get_system, rel_err
+from support.systems import EXAMPLES
 
 
 @pytest.fixture(scope="module")
@@ -179,7 +180,7 @@ def test_figures_script(tmp_path):
     import importlib.util
     import os
     spec = importlib.util.spec_from_file_location(
-        "mstmm_figures", os.path.join(os.path.dirname(__file__), "..", "examples", "plot_mstmm_figures.py"))
+        "mstmm_figures", str(EXAMPLES / "plot_mstmm_figures.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     assert mod.fig3(str(tmp_path), t_end=0.5) < 1e-12          # max angle difference mstmm vs recursive

@@ -4,7 +4,7 @@ import pytest
 
 import codegen
 from codegen.models import random_state, random_tree
-from conftest import get_system, rel_err
+from support.systems import get_system, rel_err
 
 REF_POINTS = ("centroid", "joint", "origin")
 TREES = {

@@ -16,7 +16,8 @@ import codegen
 from codegen.compiler import comment, generated_source
 from codegen.cli import main, safe_stem
 
-from conftest import get_system
+from support.systems import get_system
+from support.systems import EXAMPLES
 
 MARK = "PWNED_MARKER"
 
@@ -119,7 +120,7 @@ def test_model_name_is_part_of_the_build_key():
 
 def test_planted_beam_names_never_run(tmp_path):
     flag = tmp_path / "ran.txt"
-    base = yaml.safe_load(open(os.path.join(os.path.dirname(__file__), "..", "examples",
+    base = yaml.safe_load(open(os.path.join(EXAMPLES,
                                             "flexible_pendulum.yaml")))
     for payload in payloads(flag):
         d = copy.deepcopy(base)

@@ -10,7 +10,7 @@ import pytest
 
 import codegen
 from codegen.compiler import build_key, generated_source, resolve_options
-from conftest import get_system
+from support.systems import get_system
 
 
 def test_key_depends_on_topology_and_options_not_numbers():

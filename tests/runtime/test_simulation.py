@@ -4,7 +4,7 @@ import sympy as sp
 
 import codegen
 from codegen.model import JointSpringDamper, PointSpringDamper
-from conftest import get_system
+from support.systems import get_system
 
 
 def rel_drift(res):

@@ -29,8 +29,9 @@ from codegen.algorithms.rancf import NPE
 from codegen.model import beams as flexible
 from codegen.model import ModelError
 from codegen.algorithms.rancf.reference import FlexiblePendulum, elastic_energy_and_force
+from support.systems import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = str(ROOT)
 EX_B = os.path.join(ROOT, "examples", "flexible_pendulum.yaml")
 EX_A = os.path.join(ROOT, "examples", "flexible_pendulum_stiff.yaml")
 

@@ -2,7 +2,7 @@
 
 Every malformed or adversarial model file ends with exit status 2 from ``mbgen check``, one line on stderr that
 names the file (and, past the YAML level, the field path), no traceback, and nothing written. Property-based
-(hypothesis) families mutate valid rigid and beam models from the schema; a fixed corpus in tests/bad_models/
+(hypothesis) families mutate valid rigid and beam models from the schema; a fixed corpus in tests/model/bad_models/
 holds hand-made adversarial files (alias bombs, deep nesting, binary garbage, ...); the limits of
 codegen.model.core.LIMITS are checked at their values or, where a file at the limit would be slow to write
 and read, with a lowered limit; bad command-line values end with exit 2 before any build (the build cache
@@ -23,10 +23,11 @@ import codegen
 from codegen.cli import main
 from codegen.model import JOINT_TYPES, ModelError
 from codegen.model import core as model_core
+from support.systems import EXAMPLES
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "bad_models")
-EX_BEAM = os.path.join(HERE, "..", "examples", "flexible_pendulum.yaml")
+EX_BEAM = str(EXAMPLES / "flexible_pendulum.yaml")
 
 N = int(os.environ.get("MBGEN_BAD_INPUT_EXAMPLES", "100"))      # examples per property family
 SETTINGS = settings(max_examples=N, deadline=None, database=None,
@@ -516,7 +517,7 @@ def test_folder_and_missing_file(work, capsys):
 
 def test_python_api_keeps_type_checks(tmp_path):
     """model_from_dict (the Python API) type-checks the same; the printable-name and name-length rules are for
-    files (tests/test_security.py plants long names with line breaks through the API)."""
+    files (tests/compiler/test_security.py plants long names with line breaks through the API)."""
     with pytest.raises(ModelError, match=r"bodies\[0\].name: a body name must be a string"):
         codegen.model_from_dict(setpath(RIGID, ("bodies", 0, "name"), ["x"]))
     with pytest.raises(ModelError, match=r"forces\[1\].dof: expected an integer, got 1.7"):

@@ -7,17 +7,17 @@ as Python on the same inputs; the template keeps no jinja arithmetic; rendering 
 import re
 import time
 import zlib
-from pathlib import Path
 
 import numpy as np
 import pytest
 import sympy as sp
 
 from codegen.symbolic import articulated as ar
+from support.systems import ROOT
 
 REFS = ar.REF_POINTS
 NS = (0, 1, 2, 3, 6)
-TEMPLATE = Path(__file__).resolve().parent.parent / "templates" / "recursive" / "recursive.pyx.j2"
+TEMPLATE = ROOT / "templates" / "recursive" / "recursive.pyx.j2"
 
 
 # ------------------------------------------------------------------------------------------ numpy reference

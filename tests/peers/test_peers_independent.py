@@ -1,8 +1,8 @@
 """Peer checks that do not share the project's plan: pinocchio models built straight from the model dict.
 
-``tests/peers.py`` builds its pinocchio peer from ``Plan.params()`` / ``Plan.body_frames()``, so a mistake
+``tests/support/peers.py`` builds its pinocchio peer from ``Plan.params()`` / ``Plan.body_frames()``, so a mistake
 in the plan (say the inertia rotated as R J R^T instead of R^T J R) would be in both sides of every
-comparison. Here the reference comes from the dict the model is made of (``tests/peers_from_file.py``:
+comparison. Here the reference comes from the dict the model is made of (``tests/support/peers_from_file.py``:
 numpy/scipy parse the placements, pinocchio composes the SE3s and transports the inertias), and only the
 public API of codegen is used (``model_from_dict``, ``build`` through ``conftest.get_system``, System
 methods, ``coord_names`` / ``body_names``).
@@ -22,17 +22,14 @@ methods, ``coord_names`` / ``body_names``).
 from __future__ import annotations
 
 import copy
-import os
-import sys
 
 import numpy as np
 import pytest
 
 pin = pytest.importorskip("pinocchio")
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import peers_from_file as pf  # noqa: E402
-from conftest import get_system  # noqa: E402
+from support import peers_from_file as pf  # noqa: E402
+from support.systems import get_system  # noqa: E402
 
 import codegen  # noqa: E402
 

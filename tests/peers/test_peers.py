@@ -4,7 +4,7 @@
   floating base, and on the humanoid and arm7 models, for ref_point origin and centroid;
 * MuJoCo (mj_forward qacc) on the planar 5-link rod chain.
 
-The peer models are built from the plan's own numbers (``tests/peers.py``), so agreement to 1e-9 means
+The peer models are built from the plan's own numbers (``tests/support/peers.py``), so agreement to 1e-9 means
 kernels, parameter layout and joint conventions agree. ``test_*_can_fail`` show that the comparison
 detects a 1 % mass change and a wrong quaternion convention.
 
@@ -13,16 +13,13 @@ with a warm ``generated/`` cache the module takes a few seconds.
 """
 from __future__ import annotations
 
-import os
-import sys
 
 import numpy as np
 import pytest
 
 pin = pytest.importorskip("pinocchio")
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import peers  # noqa: E402
+from support import peers  # noqa: E402
 
 import codegen  # noqa: E402
 from codegen.model import quat_to_rot  # noqa: E402

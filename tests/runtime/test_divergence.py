@@ -12,7 +12,7 @@ import codegen
 from codegen.cli import main
 from codegen.model.simulation import parse_simulation
 from codegen.runtime.integrate import RK4_LIMIT, beam_omega_max, rk4_stable_step
-from conftest import get_system
+from support.systems import get_system
 
 STIFF = "examples/flexible_pendulum_stiff.yaml"
 SOFT = "examples/flexible_pendulum.yaml"

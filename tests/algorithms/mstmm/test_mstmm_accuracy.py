@@ -14,7 +14,7 @@ import codegen
 from codegen.algorithms.mstmm import reference as R
 from codegen.models import chain, random_state
 from codegen.algorithms.mstmm import joint_reactions
-from conftest import get_system, rel_err
+from support.systems import get_system, rel_err
 from test_mstmm_kernel import _centroid_accelerations
 
 
