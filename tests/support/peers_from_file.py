@@ -292,6 +292,18 @@ class DictPeer:
             M.append(R @ f.angular)
         return np.array(F), np.array(M)
 
+    def joint_wrenches(self, q, u, udot):
+        """data.f[i] as (f, n) in pinocchio's joint frame (the joint's child-side frame), rows in our joint
+        order; joints pinocchio merges (fixed) are NaN rows."""
+        self.rnea(q, u, udot)
+        out = np.full((len(self.body_names), 6), np.nan)
+        for k, n in enumerate(self.body_names):
+            jid = self.jid.get(self.by_child[n]["name"])
+            if jid is not None:
+                f = self.data.f[jid]
+                out[k] = np.concatenate([f.linear, f.angular])
+        return out
+
 
 # ---------------------------------------------------------------- model dicts
 

@@ -1,0 +1,110 @@
+"""Topology plan of the constraint force algorithm (Liu, Hu & Zhang 2016, seed 001).
+
+Unknowns: the constraint force F_Sj of every joint, m_j = 6 - n_j numbers (a free joint has none, a fixed
+one six), stacked in body order (offsets IS).  The coefficient matrix A = W^T P^T I^-1 P W (eq 26) couples
+a joint with its parent joint and with its siblings (the node terms of eqs 33-36), nothing else.
+
+General form (eqs 22-29): A assembled dense, one Cholesky (LDL^T) solve.
+
+Serial form (Sect. 3): the bodies are split into
+  * specials: the node bodies (more than one child, Sect. 1) and the children of nodes -- the rows that
+    carry the node couplings D^t (eq 35) and b^t (eq 36);
+  * paths: maximal runs of the other bodies (each has at most one child), the single chains of Fig. 1.
+    A path couples only to the special just inboard of its first body and to the special just outboard of
+    its last one (the extra columns of A_chain_node, eq 41).
+Per path K = ceil(log2 L) rounds of block odd-even elimination (eqs 39-40) leave every row coupled only
+to itself and to its two end specials; substituting those rows into the special rows gives the dense
+node system A_node (eqs 41-44), solved first; then every path row is back-substituted (eq 44).
+Bodies with m_j = 0 (free joints) have no rows and split paths.
+"""
+from __future__ import annotations
+
+import math
+from typing import Dict, List
+
+from ...model import JOINT_TYPES
+from ..tree_plan import Plan, template_vars as tree_vars
+
+# Workspace per body (doubles): S = H_j (6 x n), W (6 x m), Z = X^T W (parent coords), YW = I^-1 W, YZ = I_parent^-1 Z,
+# Yf (LDL^T of the 6x6 I_j), F (F' then the joint wrench), Fb (bias wrench), a (acceleration), g (P F).
+PER_BODY = (("S", 36), ("W", 36), ("Z", 36), ("YW", 36), ("YZ", 36), ("Yf", 36), ("F", 6), ("Fb", 6), ("a", 6), ("g", 6))
+# serial form, per body, two buffers: A (m x m), U (m x m_next), E (m x 12), X (m)
+SERIAL_ROW = 36 + 36 + 72 + 6
+
+
+def layout(names_sizes):
+    out, off = {}, 0
+    for name, size in names_sizes:
+        out[name] = {"off": off, "size": size}
+        off += size
+    return out, off
+
+
+def children_of(parent: List[int]) -> List[List[int]]:
+    kids: List[List[int]] = [[] for _ in parent]
+    for j, i in enumerate(parent):
+        if i >= 0:
+            kids[i].append(j)
+    return kids
+
+
+def cfa_plan(plan: Plan) -> Dict:
+    """Constraint counts and offsets, children lists, and the serial form's specials and paths."""
+    nb, parent = plan.nb, plan.parent
+    m = [6 - JOINT_TYPES[t][1] for t in plan.types]
+    IS, off = [], 0
+    for k in range(nb):
+        IS.append(off)
+        off += m[k]
+    kids = children_of(parent)
+    node = [len(kids[j]) > 1 for j in range(nb)]
+    special = [m[j] > 0 and (node[j] or (parent[j] >= 0 and node[parent[j]])) for j in range(nb)]
+    spec = [j for j in range(nb) if special[j]]
+    sidx = {j: k for k, j in enumerate(spec)}
+    soff, o = [], 0
+    for j in spec:
+        soff.append(o)
+        o += m[j]
+    interior = [m[j] > 0 and not special[j] for j in range(nb)]
+    paths = []
+    for j in range(nb):
+        if not interior[j] or (parent[j] >= 0 and interior[parent[j]]):
+            continue                                   # not the first body of a path
+        body = [j]
+        while len(kids[body[-1]]) == 1 and interior[kids[body[-1]][0]]:
+            body.append(kids[body[-1]][0])
+        p, last = parent[j], body[-1]
+        top = sidx[p] if p >= 0 and special[p] else -1
+        c = kids[last][0] if len(kids[last]) == 1 else -1
+        bot = sidx[c] if c >= 0 and special[c] else -1
+        paths.append({"bodies": body, "top": top, "bot": bot})
+    flat, poff = [], []
+    for pth in paths:
+        poff.append(len(flat))
+        flat.extend(pth["bodies"])
+    longest = max((len(p["bodies"]) for p in paths), default=1)
+    return {"m": m, "IS": IS, "NS": off, "kids": kids, "special": spec, "SOFF": soff, "NSN": o,
+            "paths": paths, "PATH_BODY": flat or [0], "PATH_OFF": poff or [0],
+            "PATH_LEN": [len(p["bodies"]) for p in paths] or [0], "PATH_TOP": [p["top"] for p in paths] or [-1],
+            "PATH_BOT": [p["bot"] for p in paths] or [-1], "NPATH": len(paths),
+            "K": math.ceil(math.log2(longest)) if longest > 1 else 0}
+
+
+def template_vars(plan: Plan, options: dict) -> Dict:
+    """Variables of templates/cfa/cfa.pyx.j2: the rigid-tree ones, the per-type W_j helpers, the topology."""
+    from ...symbolic.cfa import cfa_code
+    c = cfa_plan(plan)
+    work, per_body = layout(PER_BODY)
+    ns = c["NS"]
+    solver = ns * ns if options["form"] == "general" else \
+        (2 * SERIAL_ROW + 36) * plan.nb + c["NSN"] * c["NSN"] + c["NSN"]
+    extra = plan.nv + 12 * plan.nb + plan.nv + ns + solver     # tau_b, rnea V/Acc, F_T, F_S, solver
+    tv = tree_vars(plan, per_body * plan.nb + extra)
+    kid_off, kid_list = [], []
+    for k in c["kids"]:
+        kid_off.append(len(kid_list))
+        kid_list.extend(k)
+    kid_off.append(len(kid_list))
+    tv.update(work=work, per_body=per_body, cfa=c, wcode={t: cfa_code(t)["W"] for t in plan.joint_types_used},
+              kid_off=kid_off, kid_list=kid_list or [0])
+    return tv
