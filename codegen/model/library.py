@@ -11,7 +11,8 @@ import math
 import numpy as np
 
 from .beams import pendulum  # noqa: F401  (flexible pendulum M3)
-from .core import LIMITS, Body, Joint, JointSpringDamper, Model, Placement, limits_text
+from .core import (LIMITS, Body, Joint, JointForce, JointSpringDamper, Model, Placement, TimeFunction,
+                   limits_text)
 
 AXIAL = 1e-3 / 12
 
@@ -113,6 +114,32 @@ def humanoid() -> Model:
         add(f"{side}_forearm", 1.5, [0, 0, -0.13], [0.015, 0.015, 0.003], f"{side}_elbow", "revolute",
             f"{side}_upperarm", [0, 0, -0.3], axis=[0, 1, 0], q0=[-0.5])
     return Model("humanoid", B, J, gravity=np.array([0, 0, -9.81]))
+
+
+def space_robot() -> Model:
+    """M4 (models.md; Liu et al. Figs 5-7, arm data reconstructed): a free-floating hexagonal-prism base with
+    two identical 6R arms, no gravity, sinusoidal joint torques tau_kj = s_k A_j sin(2 pi t / T_j)."""
+    m0, a, h = 400.0, 0.8, 1.2
+    B = [Body("base", m0, np.zeros(3), np.diag([m0 * (5 / 24 * a * a + h * h / 12)] * 2 + [5 / 12 * m0 * a * a]))]
+    J = [Joint("base_free", "free", "ground", "base", Placement(), Placement())]
+    F = []
+    lengths, masses = (0.2, 1.0, 1.0, 0.2, 0.2, 0.3), (5.0, 10.0, 8.0, 3.0, 2.0, 2.0)
+    axes = ([0, 0, 1], [0, 1, 0], [0, 1, 0], [0, 0, 1], [0, 1, 0], [0, 0, 1])
+    amp, period = (2.0, 5.0, 3.0, 0.2, 0.2, 0.1), (10.0, 8.0, 6.0, 5.0, 4.0, 3.0)
+    r = 0.05
+    for k, sgn in ((1, 1.0), (2, -1.0)):
+        parent, pos = "base", np.array([sgn * 0.6928, 0.0, 0.0])
+        for j in range(6):
+            L, m = lengths[j], masses[j]
+            name = f"L{k}{j + 1}"
+            inertia = np.diag([m * r * r / 2] + [m * (3 * r * r + L * L) / 12] * 2)   # solid cylinder along x
+            B.append(Body(name, m, np.array([sgn * L / 2, 0.0, 0.0]), inertia))
+            J.append(Joint(f"arm{k}_j{j + 1}", "revolute", parent, name, Placement(pos), Placement(),
+                           axis=np.array(axes[j], float)))
+            F.append(JointForce(f"tau{k}{j + 1}", f"arm{k}_j{j + 1}", 0,
+                                TimeFunction("sine", amplitude=sgn * amp[j], frequency=1.0 / period[j])))
+            parent, pos = name, np.array([sgn * L, 0.0, 0.0])
+    return Model("space_robot", B, J, gravity=np.zeros(3), joint_forces=F)
 
 
 JOINT_MIX = ("revolute", "prismatic", "cylindrical", "universal", "spherical", "planar", "fixed")

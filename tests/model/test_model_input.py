@@ -49,10 +49,11 @@ BAD = [
     (("joints", 1), {"name": "j2", "type": "revolute", "parent": "ground", "child": "a"},
      ["joints[j2].child", "already has parent joint"]),
     (("joints", 1, "child"), "a", ["joints[j2].child", "joined to itself"]),
-    (("bodies", 0, "mass"), 0.0, ["bodies[a].mass", "mass must be positive"]),
-    (("bodies", 0, "mass"), -2.0, ["bodies[a].mass", "mass must be positive"]),
+    # mass 0 is a massless body (accepted where the mass matrix stays regular: test_massless_and_point_masses)
+    (("bodies", 1), {"name": "b", "mass": 0.0, "inertia": [0, 0, 0]}, ["joints[j2]", "mass matrix is singular"]),
+    (("bodies", 0, "mass"), -2.0, ["bodies[a].mass", "mass must be non-negative"]),
     (("bodies", 0, "inertia"), [[1, 0.5, 0], [0, 1, 0], [0, 0, 1]], ["bodies[a].inertia", "symmetric"]),
-    (("bodies", 0, "inertia"), [1, -1, 1], ["bodies[a].inertia", "positive definite"]),
+    (("bodies", 0, "inertia"), [1, -1, 1], ["bodies[a].inertia", "positive semi-definite"]),
     (("bodies", 0, "inertia"), [0.1, 0.1, 0.5], ["bodies[a].inertia", "triangle inequality"]),
     (("bodies", 0, "com"), [1, 2], ["bodies[a].com", "3 numbers"]),
     (("joints", 0, "axis"), [0, 0, 0], ["joints[j1].axis", "non-zero"]),
@@ -159,7 +160,7 @@ def test_builtin_examples_match_yaml():
     """examples/*.yaml are the builders' models exactly (same parameters, same topology)."""
     from codegen.algorithms.tree_plan import Plan
     for name, builder in (("balance_pendulum", codegen.models.balance_pendulum), ("arm7", codegen.models.arm7),
-                          ("humanoid", codegen.models.humanoid)):
+                          ("humanoid", codegen.models.humanoid), ("space_robot", codegen.models.space_robot)):
         a, b = codegen.load_model(f"examples/{name}.yaml"), builder()
         assert a.topology_key() == b.topology_key()
         assert np.allclose(Plan(a).params(), Plan(b).params(), atol=1e-14)
