@@ -124,6 +124,10 @@ def safe_stem(name: str) -> str:
 
 
 def _options(args) -> dict:
+    if getattr(args, "form", None) and args.algorithm != "cfa":
+        raise ValueError(f"--form applies to --algorithm cfa, not {args.algorithm}")
+    if args.algorithm == "cfa" and getattr(args, "form", None):
+        return {"form": args.form}
     return {"ref_point": args.ref_point} if args.algorithm == "recursive" and args.ref_point else {}
 
 
@@ -195,6 +199,8 @@ def cmd_simulate(args):
                          f"dt = {opt['dt']:g} s ({origin['dt']})")
     args.t_end, args.dt = opt["t_end"], opt["dt"]
     check_output_size(args, m)                     # before anything is built
+    if args.joint_wrench and beams:
+        raise ValueError("--joint-wrench: joint reaction wrenches are for rigid-body models")
     integ, h = opt["integrator"], opt["dt"] / opt["substeps"]
     if integ == "hht" and not beams:
         raise ValueError("--integrator hht is only available for flexible-beam (rancf) models")
@@ -217,7 +223,7 @@ def cmd_simulate(args):
     try:
         res = s.simulate(opt["t_end"], opt["dt"], integrator=integ, rtol=opt["rtol"], atol=opt["atol"],
                          substeps=opt["substeps"], progress=not args.quiet, check_energy=opt["check_energy"],
-                         keep_partial=args.keep_partial, **extra)
+                         keep_partial=args.keep_partial, joint_wrench=args.joint_wrench, **extra)
     except SimulationDiverged as e:
         print(f"mbgen: error: {e}\n  no results written (--keep-partial saves the samples before the failure)",
               file=sys.stderr)
@@ -260,6 +266,9 @@ def _inspect_registry():
         reg[f"reference-point {p}"] = (f"analysis reference point '{p}' (Kang & Yoon eqs 3-8, 25, 33, 36)",
                                        lambda p=p: spatial.reference_point(p))
     reg["spatial"] = ("skew matrix and the shift matrix T^P (Kang & Yoon eq 4)", spatial.spatial_elements)
+    from .symbolic.cfa import cfa_elements
+    reg["cfa"] = ("constraint force algorithm (Liu et al.): P-hat (eqs 1-2), I_C, I_O (eq 3), H_j and W_j of every "
+                  "joint type (eq 5)", cfa_elements)
     for modname in ("ancf", "mstmm_examples"):      # later algorithm families register their elements here
         try:
             mod = __import__(f"codegen.symbolic.{modname}", fromlist=["INSPECT"])
@@ -374,6 +383,9 @@ def parser():
                              help="rancf: flexible-beam models (recursive ANCF; 'recursive' maps to it too)")
             sp_.add_argument("--ref-point", default=None, choices=["centroid", "joint", "origin"],
                              help="analysis reference point of the recursive method (default centroid)")
+            sp_.add_argument("--form", default=None, choices=["serial", "general"],
+                             help="form of the cfa method: serial (odd-even elimination along the chains, default) "
+                                  "or general (dense A)")
             sp_.add_argument("--cache-dir", default=None, help="build cache (default: $MBGEN_CACHE_DIR, "
                                                                 "generated/ in a checkout, else ~/.cache/mbgen)")
 
@@ -412,6 +424,9 @@ def parser():
     s.add_argument("--max-output-mb", type=float, default=2000.0,
                    help="refuse runs whose results would exceed this size (default 2000 MB)")
     s.add_argument("--out", default=None, help="NPZ path (default results/MODEL.npz)")
+    s.add_argument("--joint-wrench", action="store_true",
+                   help="also store the joint reaction wrenches (NPZ joint_wrench: nt x n_joints x 6, fx fy fz mx my "
+                        "mz in each joint's child-side frame, about the joint point; joint_names); rigid models")
     s.add_argument("--csv", action="store_true", help="also write a CSV beside the NPZ")
     s.add_argument("--plot", action="store_true", help="also write a PNG of coordinates and energy")
     s.add_argument("--quiet", action="store_true", help="no progress bars")

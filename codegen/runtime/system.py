@@ -8,6 +8,7 @@ from typing import Optional
 import numpy as np
 
 from ..algorithms import family
+from ..algorithms.tree_plan import canonical_rotation
 from ..algorithms.mstmm import joint_reactions, reaction_history
 from ..compiler import BuildError, build_module
 from ..model import BeamModel
@@ -53,6 +54,7 @@ class System:
             self.kernel.set_hook(model.tau_hook)
             self.body_names = self.plan.body_names
         self.nq, self.nv = model.nq, model.nv
+        self._K = None                      # canonical joint rotations (joint wrenches), on first use
         self.coord_names = model.coord_names
         self.velocity_names = model.velocity_names
 
@@ -72,6 +74,7 @@ class System:
         if model.topology_key() != self.model.topology_key():
             raise ValueError("topology differs: build a new System for this model")
         self.model, self.plan = model, self.family.make_plan(model)
+        self._K = None
         self.kernel.set_params(self.plan.params())
         if not self.beams:
             self.kernel.set_hook(model.tau_hook)
@@ -162,6 +165,28 @@ class System:
         q, u = self._qu(q, u)
         return joint_reactions(self, q, u, tau, t)
 
+    def joint_wrenches(self, q, u, tau=None, t: float = 0.0) -> np.ndarray:
+        """(n_joints, 6): for each joint, the spatial force transmitted through it from its parent to its child
+        (the whole subtree), as (fx, fy, fz, mx, my, mz) with the moment about the joint point, components in
+        the joint's frame on the child side (the model's child_frame: axes attached to the child body), the
+        convention of pinocchio's data.f for a model built from the same file.  A free joint is a joint too
+        (its row is ~0 without external loads on its body).  Every rigid algorithm gives them: cfa directly
+        (its constraint forces), recursive, dense and mstmm by an inverse-dynamics pass after forward dynamics."""
+        self._rigid("joint_wrenches")
+        q, u = self._qu(q, u)
+        if tau is not None:
+            tau = np.ascontiguousarray(tau, dtype=float).reshape(-1)
+        return self._in_joint_frames(self.kernel.joint_wrench(q, u, tau, t))
+
+    def _in_joint_frames(self, W):
+        """Kernel wrenches (body reference frame = canonical joint frame K) -> the user's joint frames."""
+        if self._K is None:
+            self._K = np.array([canonical_rotation(j.type, j.axis, j.axis2) for j in self.model.joints])
+        out = np.empty_like(W)
+        out[..., :3] = np.einsum("jab,...jb->...ja", self._K, W[..., :3])
+        out[..., 3:] = np.einsum("jab,...jb->...ja", self._K, W[..., 3:])
+        return out
+
     def connection_states(self, q, u, tau=None, t: float = 0.0) -> dict:
         """Algorithm 'mstmm' only: the MSTMM state vector z = [r'', Omega', m, q] (Rui et al. eq 1) at every
         joint, world frame, rows in body order: {"acc": r'' of the joint point, "alpha": Omega' of the
@@ -206,7 +231,7 @@ class System:
     def simulate(self, t_end: float, dt: float, integrator: Optional[str] = None, q0=None, u0=None,
                  rtol: float = 1e-8, atol: float = 1e-10, h_max: Optional[float] = None, substeps: int = 1,
                  progress: bool = False, alpha: float = -0.05, newton_tol: float = 1e-6, max_newton: int = 20,
-                 check_energy: Optional[float] = None, keep_partial: bool = False) -> Result:
+                 check_energy: Optional[float] = None, keep_partial: bool = False, joint_wrench: bool = False) -> Result:
         """Integrate from the model's initial state (or q0, u0) to t_end, sampling every dt.
 
         rk4 takes fixed steps of dt / substeps; dopri5 chooses its own steps (rtol, atol, h_max) and writes the
@@ -224,6 +249,9 @@ class System:
         with keep_partial=True the Result of the good samples is returned instead (meta["partial"] = True,
         meta["diverged_at"] = t, meta["diverged"] = the message).
 
+        joint_wrench=True (rigid models): result.extra["joint_wrench"] (nt x n_joints x 6, see joint_wrenches)
+        and result.extra["joint_names"], from one compiled pass over the samples.
+
         Energy: meta["energy"] = energy_balance() (relative error of E - E0 - W, W the work of dampers and
         joint forces); with check_energy = tol also meta["energy_check"] = {"tol", "value", "passed"}.
         """
@@ -237,6 +265,8 @@ class System:
                           f"step {stable:.2g} s)")
             else:
                 choice = "rk4 (default)" + (f"; estimated stable rk4 step {stable:.2g} s" if self.beams else "")
+        if joint_wrench:
+            self._rigid("joint_wrench")
         if integrator not in self.integrators:
             raise ValueError(f"integrator '{integrator}' not one of {', '.join(self.integrators)}"
                              + ("" if self.beams else " (hht: flexible-beam models only)"))
@@ -279,7 +309,7 @@ class System:
             meta.update(hht_alpha=alpha, newton_iterations=int(stats[2]), newton_not_converged=int(stats[3]),
                         newton_factorizations=nfact)
         n = fail["sample"] if fail else len(ts)
-        res = self._result(X[:n], ts[:n], meta)
+        res = self._result(X[:n], ts[:n], meta, joint_wrench)
         fail = runaway(self, res, X[:n]) or fail   # finite states whose energy ran away: an earlier failure
         if fail:
             err = divergence(self, fail, X, ts, integrator, dt / substeps, stable)
@@ -287,7 +317,7 @@ class System:
                 raise err
             n = fail["sample"]
             meta.update(partial=True, diverged_at=err.t, diverged=str(err))
-            res = self._result(X[:n], ts[:n], meta)      # (X[:n] for mstmm's reaction history too)
+            res = self._result(X[:n], ts[:n], meta, joint_wrench)      # (X[:n] for mstmm's reaction history too)
             err.partial = res
             res.divergence = err
             return res
@@ -298,7 +328,7 @@ class System:
                                     "passed": None if en["value"] is None else bool(en["value"] <= check_energy)}
         return res
 
-    def _result(self, X, ts, meta) -> Result:
+    def _result(self, X, ts, meta, joint_wrench=False) -> Result:
         q, u = X[:, :self.nq].copy(), X[:, self.nq:].copy()
         names = (list(self.coord_names), list(self.velocity_names), list(self.body_names))
         if self.beams:
@@ -306,6 +336,9 @@ class System:
             return Result(ts, q, u, *names, com, quat, ekin, epot, meta, extra)
         com, quat, en = self.kernel.outputs_at(X)
         res = Result(ts, q, u, *names, com, quat, en[:, 0].copy(), en[:, 1].copy(), meta)
+        if joint_wrench:
+            res.extra.update(joint_wrench=self._in_joint_frames(self.kernel.joint_wrench_at(X, ts)),
+                             joint_names=np.array(self.plan.joint_names))
         if self.algorithm == "mstmm":             # NPZ: joint_force, joint_moment (nt x nb x 3)
             res.extra.update(reaction_history(self, res))
         return res
