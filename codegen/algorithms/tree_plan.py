@@ -49,6 +49,25 @@ def canonical_rotation(jtype: str, axis, axis2) -> np.ndarray:
     return np.eye(3) + math.sin(ang) * Kx + (1 - math.cos(ang)) * Kx @ Kx
 
 
+def children_of(parent: List[int]) -> List[List[int]]:
+    """Children of every body, from the parent array (Featherstone's lambda)."""
+    kids: List[List[int]] = [[] for _ in parent]
+    for j, i in enumerate(parent):
+        if i >= 0:
+            kids[i].append(j)
+    return kids
+
+
+def work_layout(items):
+    """Per-body workspace blocks of a kernel: ((name, size), ...) -> ({name: {"off", "size"}}, per-body total);
+    block `name` of all bodies starts at off * NB."""
+    out, off = {}, 0
+    for name, size in items:
+        out[name] = {"off": off, "size": size}
+        off += size
+    return out, off
+
+
 @dataclass
 class Segment:
     start: int

@@ -23,6 +23,7 @@ import codegen
 from codegen.cli import main
 from codegen.model import JOINT_TYPES, ModelError
 from codegen.model import core as model_core
+from support.mutate import DELETE, set_path
 from support.systems import EXAMPLES
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -93,20 +94,6 @@ def assert_refused(capsys, path, fields=None, argv=None):
 def dump(d) -> str:
     return yaml.safe_dump(d, allow_unicode=False, default_flow_style=None, width=1000)
 
-
-def setpath(d, path, value):
-    d = copy.deepcopy(d)
-    cur = d
-    for k in path[:-1]:
-        cur = cur[k]
-    if value is DELETE:
-        del cur[path[-1]]
-    else:
-        cur[path[-1]] = value
-    return d
-
-
-DELETE = object()
 
 # ---------------------------------------------------------------- the valid models mutated
 
@@ -248,7 +235,7 @@ RIGID_FIELDS = [
 def test_rigid_wrong_values_are_refused(work, capsys, data):
     path, strategy, fields = data.draw(st.sampled_from(RIGID_FIELDS), label="field")
     value = data.draw(strategy, label="value")
-    assert_refused(capsys, work.write(dump(setpath(RIGID, path, value))), fields)
+    assert_refused(capsys, work.write(dump(set_path(RIGID, path, value))), fields)
 
 
 REQUIRED = [(("bodies",), ["bodies"]), (("joints",), ["joints"]), (("bodies", 1, "name"), ["bodies[1].name"]),
@@ -289,7 +276,7 @@ def test_rigid_structure_faults_are_refused(work, capsys, data):
     family = data.draw(st.sampled_from(["missing", "unknown key", "container", "topology"]), label="family")
     if family == "missing":
         path, fields = data.draw(st.sampled_from(REQUIRED))
-        d = setpath(RIGID, path, DELETE)
+        d = set_path(RIGID, path, DELETE)
     elif family == "unknown key":
         path, allowed, fld = data.draw(st.sampled_from(MAPPINGS))
         key = data.draw(st.one_of(st.text(max_size=10), st.integers()).filter(
@@ -302,7 +289,7 @@ def test_rigid_structure_faults_are_refused(work, capsys, data):
         fields = [fld]
     elif family == "container":
         path, fields = data.draw(st.sampled_from(CONTAINERS))
-        d = setpath(RIGID, path, data.draw(st.one_of(st.integers(), st.text(max_size=5), st.booleans(),
+        d = set_path(RIGID, path, data.draw(st.one_of(st.integers(), st.text(max_size=5), st.booleans(),
                                                      st.just({"x": 1}), st.just([[1]]))))
     else:
         mutate, fields = data.draw(st.sampled_from(TOPOLOGY))
@@ -347,7 +334,7 @@ BEAM_FIELDS = [
 def test_beam_wrong_values_are_refused(work, capsys, data):
     path, strategy, fields = data.draw(st.sampled_from(BEAM_FIELDS), label="field")
     value = data.draw(strategy, label="value")
-    assert_refused(capsys, work.write(dump(setpath(BEAM, path, value))), fields)
+    assert_refused(capsys, work.write(dump(set_path(BEAM, path, value))), fields)
 
 
 # ---------------------------------------------------------------- names, encodings, garbage, alias bombs
@@ -385,10 +372,10 @@ def test_non_unit_and_huge_axes_are_normalised(work, capsys, scale, x, y, z):
 
 
 def test_overflowing_axis_norm(work, capsys):
-    d = setpath(RIGID, ("joints", 0, "axis"), [1e308, 1e308, 0])
+    d = set_path(RIGID, ("joints", 0, "axis"), [1e308, 1e308, 0])
     m = codegen.load_model(work.write(dump(d)))
     assert abs(m.joints[0].axis[0] - 2 ** -0.5) < 1e-15
-    d = setpath(RIGID, ("joints", 1, "q0"), [1e308, 1e308, 0, 0])
+    d = set_path(RIGID, ("joints", 1, "q0"), [1e308, 1e308, 0, 0])
     assert abs(codegen.load_model(work.write(dump(d))).joints[1].q0[0] - 2 ** -0.5) < 1e-15
 
 
@@ -462,13 +449,13 @@ def test_bodies_above_the_limit(work, capsys):
     ("bodies", lambda n: {"bodies": [{"name": f"b{i}", "mass": 1} for i in range(n + 1)], "joints": []}, "bodies"),
     ("forces", lambda n: dict(copy.deepcopy(RIGID), forces=[{"name": f"k{i}", "type": "joint_spring_damper",
                                                               "joint": "j1"} for i in range(n + 1)]), "forces"),
-    ("table_points", lambda n: setpath(RIGID, ("forces", 3, "value", "table"),
+    ("table_points", lambda n: set_path(RIGID, ("forces", 3, "value", "table"),
                                        {"t": list(range(n + 1)), "value": [0] * (n + 1)}), "forces[3].value.table.t"),
-    ("beam_elements", lambda n: setpath(BEAM, ("beams", 2, "elements"), n), "beams[2].elements"),
+    ("beam_elements", lambda n: set_path(BEAM, ("beams", 2, "elements"), n), "beams[2].elements"),
     ("bodies", lambda n: dict(copy.deepcopy(BEAM), beams=[dict(BEAM["beams"][0], name=f"b{i}")
                                                           for i in range(n + 1)]), "beams"),
     ("forces", lambda n: dict(copy.deepcopy(BEAM), loads=[{"beam": "b1", "force": [0, 1]}] * (n + 1)), "loads"),
-    ("name_length", lambda n: setpath(RIGID, ("name",), "x" * (n + 1)), "name"),
+    ("name_length", lambda n: set_path(RIGID, ("name",), "x" * (n + 1)), "name"),
 ])
 def test_limits_are_enforced(work, capsys, monkeypatch, key, build, field):
     """Each limit of LIMITS at a lowered value (a file at the real limit takes seconds to write and read)."""
@@ -482,11 +469,11 @@ def test_limits_are_enforced(work, capsys, monkeypatch, key, build, field):
 
 
 def test_real_limits_for_elements_names_and_tables(work, capsys):
-    assert_refused(capsys, work.write(dump(setpath(BEAM, ("beams", 0, "elements"), 10 ** 12))), ["beams[0].elements"])
-    assert_refused(capsys, work.write(dump(setpath(BEAM, ("beams", 0, "elements"), 100_001))), ["beams[0].elements"])
-    assert_refused(capsys, work.write(dump(setpath(RIGID, ("bodies", 0, "name"), "n" * 201))), ["bodies[0].name"])
+    assert_refused(capsys, work.write(dump(set_path(BEAM, ("beams", 0, "elements"), 10 ** 12))), ["beams[0].elements"])
+    assert_refused(capsys, work.write(dump(set_path(BEAM, ("beams", 0, "elements"), 100_001))), ["beams[0].elements"])
+    assert_refused(capsys, work.write(dump(set_path(RIGID, ("bodies", 0, "name"), "n" * 201))), ["bodies[0].name"])
     n = model_core.LIMITS["table_points"] + 1
-    text = dump(setpath(RIGID, ("forces", 3, "value", "table"), {"t": "T", "value": "V"}))
+    text = dump(set_path(RIGID, ("forces", 3, "value", "table"), {"t": "T", "value": "V"}))
     text = text.replace("t: T", "t: [" + ", ".join(map(str, range(n))) + "]").replace("value: V", "value: [" +
                                                                                        "0, " * (n - 1) + "0]")
     err = assert_refused(capsys, work.write(text), ["forces[3].value.table.t"])
@@ -495,7 +482,7 @@ def test_real_limits_for_elements_names_and_tables(work, capsys):
 
 def test_yaml_node_limit_and_file_size(work, capsys, monkeypatch):
     monkeypatch.setitem(model_core.LIMITS, "yaml_nodes", 500)
-    err = assert_refused(capsys, work.write(dump(setpath(RIGID, ("forces", 3, "value", "table"),
+    err = assert_refused(capsys, work.write(dump(set_path(RIGID, ("forces", 3, "value", "table"),
                                                          {"t": list(range(600)), "value": [0] * 600}))))
     assert "too many YAML nodes" in err
     monkeypatch.setitem(model_core.LIMITS, "file_mb", 1)
@@ -519,15 +506,15 @@ def test_python_api_keeps_type_checks(tmp_path):
     """model_from_dict (the Python API) type-checks the same; the printable-name and name-length rules are for
     files (tests/compiler/test_security.py plants long names with line breaks through the API)."""
     with pytest.raises(ModelError, match=r"bodies\[0\].name: a body name must be a string"):
-        codegen.model_from_dict(setpath(RIGID, ("bodies", 0, "name"), ["x"]))
+        codegen.model_from_dict(set_path(RIGID, ("bodies", 0, "name"), ["x"]))
     with pytest.raises(ModelError, match=r"forces\[1\].dof: expected an integer, got 1.7"):
-        codegen.model_from_dict(setpath(RIGID, ("forces", 1, "dof"), 1.7))
-    assert "j\n2" in [j.name for j in codegen.model_from_dict(setpath(RIGID, ("joints", 1, "name"), "j\n2")).joints]
+        codegen.model_from_dict(set_path(RIGID, ("forces", 1, "dof"), 1.7))
+    assert "j\n2" in [j.name for j in codegen.model_from_dict(set_path(RIGID, ("joints", 1, "name"), "j\n2")).joints]
     with pytest.raises(ModelError, match="printable"):
-        codegen.model_from_dict(setpath(RIGID, ("joints", 1, "name"), "j\n2"), strict_names=True)
-    assert codegen.model_from_dict(setpath(RIGID, ("joints", 1, "name"), "j" * 300)).joints[1].name == "j" * 300
+        codegen.model_from_dict(set_path(RIGID, ("joints", 1, "name"), "j\n2"), strict_names=True)
+    assert codegen.model_from_dict(set_path(RIGID, ("joints", 1, "name"), "j" * 300)).joints[1].name == "j" * 300
     with pytest.raises(ModelError, match="at most 200 characters"):
-        codegen.model_from_dict(setpath(RIGID, ("joints", 1, "name"), "j" * 300), strict_names=True)
+        codegen.model_from_dict(set_path(RIGID, ("joints", 1, "name"), "j" * 300), strict_names=True)
 
 
 # ---------------------------------------------------------------- the fixed corpus

@@ -10,6 +10,7 @@ import yaml
 
 import codegen
 from codegen.cli import main
+from support.mutate import DELETE, set_path
 
 GOOD = {
     "name": "two",
@@ -26,18 +27,7 @@ GOOD = {
 
 
 def mutate(path, value):
-    d = yaml.safe_load(yaml.safe_dump(GOOD))
-    cur = d
-    for k in path[:-1]:
-        cur = cur[k]
-    if value is DELETE:
-        del cur[path[-1]]
-    else:
-        cur[path[-1]] = value
-    return d
-
-
-DELETE = object()
+    return set_path(GOOD, path, value)
 
 BAD = [
     # (mutation path, value, words the message must contain)

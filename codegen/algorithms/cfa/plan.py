@@ -20,32 +20,16 @@ Bodies with m_j = 0 (free joints) have no rows and split paths.
 from __future__ import annotations
 
 import math
-from typing import Dict, List
+from typing import Dict
 
 from ...model import JOINT_TYPES
-from ..tree_plan import Plan, template_vars as tree_vars
+from ..tree_plan import Plan, children_of, template_vars as tree_vars, work_layout
 
 # Workspace per body (doubles): S = H_j (6 x n), W (6 x m), Z = X^T W (parent coords), YW = I^-1 W, YZ = I_parent^-1 Z,
 # Yf (LDL^T of the 6x6 I_j), F (F' then the joint wrench), Fb (bias wrench), a (acceleration), g (P F).
 PER_BODY = (("S", 36), ("W", 36), ("Z", 36), ("YW", 36), ("YZ", 36), ("Yf", 36), ("F", 6), ("Fb", 6), ("a", 6), ("g", 6))
 # serial form, per body, two buffers: A (m x m), U (m x m_next), E (m x 12), X (m)
 SERIAL_ROW = 36 + 36 + 72 + 6
-
-
-def layout(names_sizes):
-    out, off = {}, 0
-    for name, size in names_sizes:
-        out[name] = {"off": off, "size": size}
-        off += size
-    return out, off
-
-
-def children_of(parent: List[int]) -> List[List[int]]:
-    kids: List[List[int]] = [[] for _ in parent]
-    for j, i in enumerate(parent):
-        if i >= 0:
-            kids[i].append(j)
-    return kids
 
 
 def cfa_plan(plan: Plan) -> Dict:
@@ -94,7 +78,7 @@ def template_vars(plan: Plan, options: dict) -> Dict:
     """Variables of templates/cfa/cfa.pyx.j2: the rigid-tree ones, the per-type W_j helpers, the topology."""
     from ...symbolic.cfa import cfa_code
     c = cfa_plan(plan)
-    work, per_body = layout(PER_BODY)
+    work, per_body = work_layout(PER_BODY)
     ns = c["NS"]
     solver = ns * ns if options["form"] == "general" else \
         (2 * SERIAL_ROW + 36) * plan.nb + c["NSN"] * c["NSN"] + c["NSN"]
@@ -106,5 +90,5 @@ def template_vars(plan: Plan, options: dict) -> Dict:
         kid_list.extend(k)
     kid_off.append(len(kid_list))
     tv.update(work=work, per_body=per_body, cfa=c, wcode={t: cfa_code(t)["W"] for t in plan.joint_types_used},
-              kid_off=kid_off, kid_list=kid_list or [0])
+              kid_off=kid_off, kid_list=kid_list or [0], serial_row=SERIAL_ROW)
     return tv

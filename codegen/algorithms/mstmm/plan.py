@@ -38,17 +38,9 @@ from typing import Dict, List
 
 from ...model import JOINT_TYPES
 from ..family import BuildError
-from ..tree_plan import template_vars as tree_vars
+from ..tree_plan import children_of, template_vars as tree_vars
 
 SUPPORTED = ("revolute", "spherical")
-
-
-def children_of(parent: List[int]) -> List[List[int]]:
-    kids: List[List[int]] = [[] for _ in parent]
-    for j, i in enumerate(parent):
-        if i >= 0:
-            kids[i].append(j)
-    return kids
 
 
 def kind_of(j: int, kids: List[List[int]]) -> str:

@@ -8,25 +8,16 @@ reference points: codegen.symbolic.spatial.
 """
 from ...model import JOINT_TYPES
 from ..family import Family
-from ..tree_plan import Plan, template_vars
+from ..tree_plan import Plan, template_vars, work_layout
 
 # Workspace per body, in this order (block of NB * size each): B2 (6 x n, column major), D, M (articulated
 # inertia, packed upper triangle), Q, K (n x 6), k0, Ydot.
 WORK = (("B2", 36), ("D", 6), ("M", 21), ("Q", 6), ("K", 36), ("k0", 6), ("Yd", 6))
 
 
-def work_layout():
-    """{name: {"off": offset per NB, "size": per body}} and the per-body total."""
-    out, off = {}, 0
-    for name, size in WORK:
-        out[name] = {"off": off, "size": size}
-        off += size
-    return out, off
-
-
 def recursive_template_vars(plan: Plan, options: dict) -> dict:
     from ...symbolic.articulated import recursive_kernels
-    work, per_body = work_layout()
+    work, per_body = work_layout(WORK)
     tv = template_vars(plan, per_body * plan.nb)
     nvs = tuple(sorted({nv for _, nv in tv["types_nv"]}))
     tv.update(work=work, spatial=recursive_kernels(options["ref_point"], nvs))

@@ -218,6 +218,10 @@ def test_cli_joint_wrench(tmp_path, capsys):
     assert "work of the applied forces" in line and "1.00e+00" not in line
     assert main(["simulate", str(EXAMPLES / "space_robot.yaml"), "--algorithm", "dense", "--form", "serial",
                  "--t-end", "0.2", "--quiet", "--out", str(out)]) == 2
+    assert "--form applies to --algorithm cfa" in capsys.readouterr().err
+    assert main(["simulate", str(EXAMPLES / "flexible_pendulum.yaml"), "--joint-wrench", "--t-end", "0.2",
+                 "--quiet", "--out", str(tmp_path / "beam.npz")]) == 2          # refused before any build
+    assert "rigid-body models" in capsys.readouterr().err and not (tmp_path / "beam.npz").exists()
 
 
 def test_space_robot_figures_script(tmp_path):
