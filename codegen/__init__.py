@@ -18,9 +18,10 @@ from .model import Body, Joint, JointForce, JointSpringDamper, Model, ModelError
     PointSpringDamper, TimeFunction, load_model, model_from_dict  # noqa: E402
 from .model import library as models  # noqa: E402
 from .runtime import Result, SimulationDiverged, System, build, load_result  # noqa: E402
+from .runtime.sweep import load_sweep, sweep  # noqa: E402
 
 _sys.modules[__name__ + ".models"] = models      # `codegen.models` (the model library) as before
 
 __all__ = ["ALGORITHMS", "Body", "BuildError", "Joint", "JointForce", "JointSpringDamper", "Model", "ModelError",
            "Placement", "PointSpringDamper", "Result", "SimulationDiverged", "System", "TimeFunction", "build",
-           "load_model", "load_result", "model_from_dict", "models"]
+           "load_model", "load_result", "load_sweep", "model_from_dict", "models", "sweep"]

@@ -101,7 +101,7 @@ def test_inspect_algorithms_lists_every_family(capsys):
 
 def test_tests_mirror_the_package():
     """Every test lives beside what it tests: tests/<layer>/ for a codegen/<layer>/ package,
-    tests/algorithms/<family>/ for a registered family, tests/cli/ for cli.py; peers and support aside."""
+    tests/algorithms/<family>/ for a registered family, tests/cli/ for codegen/cli/; peers and support aside."""
     extra = {"cli", "peers", "support"}
     for f in (ROOT / "tests").rglob("test_*.py"):
         parts = f.relative_to(ROOT / "tests").parts[:-1]

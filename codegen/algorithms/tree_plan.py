@@ -26,6 +26,7 @@ from ..model import GROUND, JOINT_TYPES, QUATERNION_JOINTS, Model
 
 NP_BODY = 34            # per body: s(3) C(9) m(1) rho(3) J'(9) Kout(9)
 P_GRAVITY = 0           # p[0:3] gravity
+IDENT_TOL = 1e-15       # C_j within this of the identity (max abs entry) is compiled as the identity
 
 
 def canonical_rotation(jtype: str, axis, axis2) -> np.ndarray:
@@ -192,6 +193,21 @@ class Plan:
             p[o:o + len(vals)] = vals
         return p
 
+    def patterns(self):
+        """Per body its compile-time structure (codegen.symbolic.body_kernels.Pattern): joint type, parent is
+        ground, canonical parent joint frame C_j = I, non-zero components of the offset s_j. Part of the build
+        key (code_pattern): update_model refuses numbers with another pattern."""
+        from ..symbolic.pattern import Pattern
+        out = []
+        for k, (s, C, _) in enumerate(self.body_frames()):
+            out.append(Pattern(self.types[k], self.parent[k] < 0, bool(np.max(np.abs(C - np.eye(3))) <= IDENT_TOL),
+                               tuple(bool(x != 0.0) for x in s)))
+        return out
+
+    def code_pattern(self) -> str:
+        """The patterns as one string (part of the build key)."""
+        return ",".join(p.name for p in self.patterns())
+
     def _to_ref(self, body, point, frames):
         if body == GROUND:
             return np.asarray(point, float)
@@ -212,10 +228,33 @@ class Plan:
         return rows
 
 
+@dataclass
+class KindSegment:
+    start: int
+    stop: int
+    kind: object          # codegen.symbolic.body_kernels.Pattern
+
+
+def kind_segments(patterns) -> List[KindSegment]:
+    """Maximal runs of consecutive bodies with one pattern (one generated loop each)."""
+    out: List[KindSegment] = []
+    for k, p in enumerate(patterns):
+        if out and out[-1].kind == p:
+            out[-1].stop = k + 1
+        else:
+            out.append(KindSegment(k, k + 1, p))
+    return out
+
+
 def template_vars(plan: Plan, work_size: int) -> dict:
-    """Variables of templates/shared/base.pyx.j2 (the rigid-tree kernels); joint helpers from sympy."""
+    """Variables of templates/shared/base.pyx.j2 (the rigid-tree kernels); joint helpers and the per-pattern
+    body kernels from sympy."""
+    from ..symbolic.body_kernels import body_kernels
     from ..symbolic.joints import jcalc_code
-    return dict(nb=plan.nb, nq=plan.nq, nv=plan.nv, np=plan.np, npb=NP_BODY, roadmap=plan.roadmap(),
+    pats = plan.patterns()
+    kinds = tuple(sorted(set(pats), key=lambda p: p.name))
+    return dict(ksegments=kind_segments(pats), body=body_kernels(kinds),
+                point_forces=any(f.kind == "point" for f in plan.forces),nb=plan.nb, nq=plan.nq, nv=plan.nv, np=plan.np, npb=NP_BODY, roadmap=plan.roadmap(),
                 segments=plan.segments, parent=plan.parent, iq=plan.iq, iv=plan.iv, quat=plan.quat_offsets,
                 jcalc={t: jcalc_code(t) for t in plan.joint_types_used}, forces=plan.forces,
                 work_size=work_size + 8, types_nv=[(t, JOINT_TYPES[t][1]) for t in plan.joint_types_used])

@@ -50,17 +50,25 @@ def default_cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("mbgen", appauthor=False))
 
 
+def _dist_version(name: str) -> str:
+    """An installed distribution's version without importing it (start-up time)."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "unknown"
+
+
 @lru_cache(maxsize=None)
 def _toolchain_fingerprint() -> str:
-    import Cython
     cc = sysconfig.get_config_var("CC") or "cc"
     try:
         ver = subprocess.run(cc.split()[:1] + ["--version"], capture_output=True, text=True,
                              timeout=20).stdout.splitlines()[:1]
     except (OSError, subprocess.SubprocessError):
         ver = ["unknown"]
-    return json.dumps([Cython.__version__, cc, ver, sys.version, platform.machine(),
-                       sysconfig.get_config_var("EXT_SUFFIX")])
+    return json.dumps([_dist_version("Cython"), cc, ver, sys.version, platform.machine(),
+                       sysconfig.get_config_var("EXT_SUFFIX"), _dist_version("numpy")])
 
 
 @lru_cache(maxsize=None)
@@ -74,8 +82,37 @@ def _source_fingerprint() -> str:
     return h.hexdigest()
 
 
+@lru_cache(maxsize=None)
+def openmp_flags() -> list:
+    """["-fopenmp"] if the C compiler builds and links an OpenMP program with it, else [] (the batch loops of
+    the kernels then run on one thread; the module's OPENMP says which). MBGEN_OPENMP=0 turns it off. Probed
+    when a kernel is compiled, not part of the build key (no compiler run at start-up)."""
+    if os.environ.get("MBGEN_OPENMP", "1") == "0":
+        return []
+    cc = (sysconfig.get_config_var("CC") or "cc").split()
+    with tempfile.TemporaryDirectory(prefix="mbgen-omp-") as tmp:
+        src = Path(tmp) / "omp.c"
+        src.write_text("#include <omp.h>\nint main(void) { int n = 0;\n#pragma omp parallel reduction(+:n)\n"
+                       "n += 1;\nreturn omp_get_max_threads() > 0 && n > 0 ? 0 : 1; }\n")
+        try:
+            ok = subprocess.run(cc + ["-fopenmp", str(src), "-o", str(Path(tmp) / "omp")], capture_output=True,
+                                timeout=60).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            ok = False
+    return ["-fopenmp"] if ok else []
+
+
+def code_pattern(model, algorithm: str):
+    """The structure the family's kernel is specialised to beyond the topology (rigid trees: per body whether
+    offsets are zero and joint frames unrotated, codegen.algorithms.tree_plan.Plan.code_pattern), or None."""
+    plan = family(algorithm, model).make_plan(model)
+    f = getattr(plan, "code_pattern", None)
+    return f() if f is not None else None
+
+
 def build_key(model, algorithm: str, options: dict) -> str:
-    payload = json.dumps({"topology": model.topology_key(), "names": names_key(model),
+    payload = json.dumps({"topology": model.topology_key(), "pattern": code_pattern(model, algorithm),
+                          "names": names_key(model),
                           "algorithm": algorithm, "options": options,
                           "generator": __version__, "sources": _source_fingerprint(),
                           "toolchain": _toolchain_fingerprint()}, sort_keys=True)
@@ -88,7 +125,11 @@ def _compile(pyx: Path, build_dir: Path, modname: str, quiet: bool) -> Path:
     from setuptools import Distribution, Extension
     from setuptools.command.build_ext import build_ext
 
-    ext = Extension(modname, [str(pyx)], extra_compile_args=["-O3", "-fno-math-errno", "-w"])
+    import numpy
+    omp = openmp_flags()
+    ext = Extension(modname, [str(pyx)], include_dirs=[numpy.get_include()],
+                    define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+                    extra_compile_args=["-O3", "-fno-math-errno", "-w"] + omp, extra_link_args=omp)
     exts = cythonize([ext], quiet=True, language_level=3,
                      compiler_directives={"boundscheck": False, "wraparound": False, "cdivision": True})
     dist = Distribution({"name": modname, "ext_modules": exts})
@@ -150,8 +191,7 @@ def _ext_suffix() -> str:
 
 @lru_cache(maxsize=None)
 def _runtime_versions() -> dict:
-    import Cython
-    return {"python": sys.version, "cython": Cython.__version__}
+    return {"python": sys.version, "cython": _dist_version("Cython")}
 
 
 _umask_lock = threading.Lock()

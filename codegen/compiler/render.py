@@ -8,8 +8,6 @@ import hashlib
 import json
 from pathlib import Path
 
-import jinja2
-
 from .._version import __version__
 from ..algorithms import Family
 
@@ -34,6 +32,7 @@ def comment(text) -> str:
 
 def template_env() -> jinja2.Environment:
     """The one jinja2 environment of all kernels. User strings reach the source only through |comment."""
+    import jinja2                  # here, not at import: a cached build never renders (start-up time)
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_dir())), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True, trim_blocks=False, lstrip_blocks=False)
     env.filters["comment"] = comment

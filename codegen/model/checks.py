@@ -185,19 +185,31 @@ def _mat3(value, source, fld) -> np.ndarray:
     return np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
 
 
+# Inertia tensors as real robot files give them (pinocchio and MuJoCo accept these too): zero (a point mass), positive
+# semi-definite (a thin rod), principal moments on the edge of the triangle inequality, round-off such as -5e-20.
+# Tolerances: relative to the largest entry (scale), plus an absolute floor; whether the mass matrix is regular is
+# decided for the whole model (massprops.py).
+INERTIA_PSD_TOL = 1e-9           # eigenvalues down to -(tol * scale + INERTIA_ABS_TOL) count as zero
+INERTIA_TRIANGLE_TOL = 1e-6      # a + b >= c - (tol * scale + INERTIA_ABS_TOL), principal moments a <= b <= c
+INERTIA_ABS_TOL = 1e-12          # kg m^2 in SI units: (1 micrometre)^2 x 1 kg
+
+
 def _check_inertia(J: np.ndarray, source: str, fld: str):
     scale = float(np.abs(J).max())
     if scale == 0:
-        raise ModelError("inertia tensor must be positive definite (it is zero)", source, fld)
+        return                           # a point mass
     Js = J / scale                       # eigenvalues of the scaled tensor: no overflow near 1e308
     if not np.allclose(Js, Js.T, rtol=0, atol=1e-12):
         raise ModelError("inertia tensor must be symmetric", source, fld)
     ev = np.linalg.eigvalsh(0.5 * (Js + Js.T))
-    if ev.min() <= 1e-300:
-        raise ModelError(f"inertia tensor must be positive definite (eigenvalues {(ev * scale).tolist()})", source, fld)
+    floor = INERTIA_ABS_TOL / scale
+    if ev.min() < -(INERTIA_PSD_TOL + floor):
+        raise ModelError(f"inertia tensor must be positive semi-definite (eigenvalues {(ev * scale).tolist()})",
+                         source, fld)
     a, b, c = ev
-    if a + b < c - 1e-12 * max(1.0 / scale, ev.max()):
-        raise ModelError(f"principal moments {(ev * scale).tolist()} violate the triangle inequality", source, fld)
+    if a + b < c - (INERTIA_TRIANGLE_TOL + floor):
+        raise ModelError(f"principal moments {(ev * scale).tolist()} violate the triangle inequality "
+                         f"(a + b >= c, relative tolerance {INERTIA_TRIANGLE_TOL:g})", source, fld)
 
 
 def _check_inertias(Js: List[np.ndarray], source: str, fields: List[str]):
@@ -207,12 +219,13 @@ def _check_inertias(Js: List[np.ndarray], source: str, fields: List[str]):
         return
     J = np.array(Js)
     scale = np.abs(J).max(axis=(1, 2))
-    ok = scale > 0
-    Js_ = J / np.where(ok, scale, 1.0)[:, None, None]
-    ok &= (np.abs(Js_ - Js_.transpose(0, 2, 1)) <= 1e-12).all(axis=(1, 2))
+    Js_ = J / np.where(scale > 0, scale, 1.0)[:, None, None]
+    ok = (np.abs(Js_ - Js_.transpose(0, 2, 1)) <= 1e-12).all(axis=(1, 2))
     ev = np.linalg.eigvalsh(0.5 * (Js_ + Js_.transpose(0, 2, 1)))
-    ok &= ev[:, 0] > 1e-300
-    ok &= ev[:, 0] + ev[:, 1] >= ev[:, 2] - 1e-12 * np.maximum(1.0 / np.where(scale > 0, scale, 1.0), ev[:, 2])
+    floor = INERTIA_ABS_TOL / np.where(scale > 0, scale, 1.0)
+    ok &= ev[:, 0] >= -(INERTIA_PSD_TOL + floor)
+    ok &= ev[:, 0] + ev[:, 1] >= ev[:, 2] - (INERTIA_TRIANGLE_TOL + floor)
+    ok |= scale == 0
     for k in np.flatnonzero(~ok):
         _check_inertia(J[k], source, fields[k])
 

@@ -34,6 +34,7 @@ FORCE_FUNCTIONS = ("constant", "sine", "step", "table")
 from .checks import (LIMITS, ModelError, _check_count, _check_inertias, _check_rotations, _mat3, _name,  # noqa: F401
                      _normalised, _num, _numlist, _seq, _short, _too_many, _unit, _vec, limits_text)
 from .rotations import frame_to_axis, quat_to_rot, rot_axis_angle, rot_rpy, rot_to_quat  # noqa: F401,E402
+from .massprops import check_mass_matrix  # noqa: E402
 
 
 # ---------------------------------------------------------------- model objects
@@ -240,7 +241,7 @@ def validate(model: Model) -> None:
             raise ModelError(f"duplicate name {b.name!r}", src, f + ".name")
         names[b.name] = "body"
         f = f"bodies[{b.name}]"
-        b.mass = _num(b.mass, src, f + ".mass", positive=True, what="mass")
+        b.mass = _num(b.mass, src, f + ".mass", nonneg=True, what="mass")   # 0: massless (checked below)
         b.com = _vec(b.com, 3, src, f + ".com")
         b.inertia = _mat3(b.inertia, src, f + ".inertia")
     _check_inertias([b.inertia for b in model.bodies], src, [f"bodies[{b.name}].inertia" for b in model.bodies])
@@ -318,6 +319,7 @@ def validate(model: Model) -> None:
             cur = children[cur].parent
         grounded.update(path)
     _order_joints(model, children)
+    check_mass_matrix(model)         # massless bodies and point masses: the mass matrix must stay regular
 
     joints = {j.name: j for j in model.joints}
 

@@ -17,7 +17,9 @@ from .checks import _check_keys
 from .core import (FORCE_FUNCTIONS, LIMITS, Body, Joint, JointForce, JointSpringDamper, Model, ModelError,
                    Placement, PointSpringDamper, TimeFunction, _check_count, _mat3, _name, _normalised, _num,
                    _numlist, _short, _unit, _vec, limits_text)
+from .robotfiles import file_kind, read_limited, root_tag
 from .rotations import quat_to_rot, rot_axis_angle, rot_rpy
+from .schema import check_schema
 from .simulation import parse_simulation
 
 
@@ -289,10 +291,28 @@ def read_model_file(path) -> dict:
     return d
 
 
-def load_model(path: str) -> Model:
-    """Load and validate a YAML (or JSON) model file."""
+def load_model(path: str, floating_base: bool = False, **import_options) -> Model:
+    """Load and validate a model file: YAML or JSON (our format), URDF (``.urdf`` or an XML file with <robot>;
+    codegen/model/urdf.py) or MJCF (``.mjcf`` or an XML file with <mujoco>; codegen/model/mjcf.py).
+    ``floating_base`` and ``import_options`` (URDF: ``mimic``; MJCF: ``ignore_contacts``, ``ignore_actuators``)
+    apply to robot files only."""
     path = os.fspath(path)
+    kind = file_kind(path)
+    if kind == "urdf":
+        from .urdf import load_urdf
+        return load_urdf(path, floating_base=floating_base, **import_options)
+    if kind == "mjcf":
+        from .mjcf import load_mjcf
+        return load_mjcf(path, floating_base=floating_base, **import_options)
+    if kind == "xml":
+        raise ModelError(f"an XML file whose root element is <{root_tag(read_limited(path)[:1 << 16])}>: mbgen reads "
+                         "URDF (<robot>) and MJCF (<mujoco>) files, and its own YAML or JSON format", path)
+    given = ["floating_base"] * bool(floating_base) + [k for k, v in import_options.items() if v]
+    if given:
+        raise ModelError(f"{', '.join(given)}: only for robot files (URDF, MJCF); a YAML model states its own joints",
+                         path)
     d = read_model_file(path)
+    check_schema(d, path)                    # structure (model/schema.py), before the semantic checks
     try:
         if "beams" in d:                     # flexible beams (codegen/model/beams.py), the rancf algorithm
             return beam_model_from_dict(d, source=path, strict_names=True)

@@ -334,8 +334,7 @@ def runaway(system, res, X):
 
 
 def versions():
-    import Cython
-    import sympy
     import platform
-    return {"mbgen": __version__, "numpy": np.__version__, "sympy": sympy.__version__,
-            "cython": Cython.__version__, "python": platform.python_version()}
+    from importlib.metadata import version         # not `import sympy`: that alone takes ~1 s at start-up
+    return {"mbgen": __version__, "numpy": np.__version__, "sympy": version("sympy"),
+            "cython": version("Cython"), "python": platform.python_version()}

@@ -9,11 +9,11 @@ import numpy as np
 
 from ..algorithms import family
 from ..algorithms.tree_plan import canonical_rotation
-from ..algorithms.mstmm import joint_reactions, reaction_history
 from ..compiler import BuildError, build_module
 from ..model import BeamModel
 from .integrate import (divergence, energy_balance, integrate_chunks, rk4_stable_step, runaway, start_state,
                         versions)
+from .animate import beam_geometry, joint_geometry
 from .result import Result
 
 BEAM_METHODS = ("rancf", "dense")   # beam models: the O(n) recursion, or the dense Cholesky of the same Omega
@@ -53,6 +53,9 @@ class System:
         else:
             self.kernel.set_hook(model.tau_hook)
             self.body_names = self.plan.body_names
+            # the lean path: the compiled entry points themselves (no Python frame per call)
+            self.forward_dynamics = self.kernel.forward_dynamics
+            self.inverse_dynamics = self.kernel.inverse_dynamics
         self.nq, self.nv = model.nq, model.nv
         self._K = None                      # canonical joint rotations (joint wrenches), on first use
         self.coord_names = model.coord_names
@@ -73,7 +76,11 @@ class System:
         """Load new numbers (masses, placements, spring constants) of a model with the same topology."""
         if model.topology_key() != self.model.topology_key():
             raise ValueError("topology differs: build a new System for this model")
-        self.model, self.plan = model, self.family.make_plan(model)
+        plan = self.family.make_plan(model)
+        if hasattr(plan, "code_pattern") and plan.code_pattern() != self.plan.code_pattern():
+            raise ValueError("the compiled kernel is specialised to the old placements (which offsets are zero, "
+                             "which joint frames are unrotated) and the new numbers differ there: build a new System")
+        self.model, self.plan = model, plan
         self._K = None
         self.kernel.set_params(self.plan.params())
         if not self.beams:
@@ -124,6 +131,29 @@ class System:
         q, u = self._qu(q, u)
         return self.kernel.inverse_dynamics(q, u, np.ascontiguousarray(udot, dtype=float).reshape(-1), t)
 
+    def forward_dynamics_batch(self, Q, U, TAU=None, out=None, threads=None, t: float = 0.0) -> np.ndarray:
+        """udot for B states: Q (B x nq), U (B x nv), TAU (B x nv, added to the model's forces, optional), into
+        `out` (B x nv) if given. Runs on `threads` threads (default: every usable core) without the GIL, each
+        with its own workspace; the result does not depend on the number of threads."""
+        self._rigid("forward_dynamics_batch")
+        return self.kernel.forward_dynamics_batch(Q, U, TAU, t, out, threads)
+
+    def rollout(self, q0, u0, nsteps: int, dt: float, tau=None, integrator: str = "rk4", threads=None):
+        """B rollouts of nsteps fixed steps of size dt, all in compiled code on `threads` threads (default: every
+        usable core). q0 (B x nq), u0 (B x nv); tau (B x nsteps x nv) adds to the model's own forces, held over
+        each step (None: the model's forces only). Returns (q, u): B x (nsteps + 1) x nq and x nv, row 0 the
+        initial state; the same numbers as simulate(..., integrator="rk4") from each initial state. A rollout
+        whose state stops being finite has NaN rows from there on (a RuntimeWarning names it)."""
+        self._rigid("rollout")
+        if isinstance(nsteps, bool) or not isinstance(nsteps, (int, np.integer)):
+            raise ValueError(f"nsteps: expected an integer >= 0, got {nsteps!r}")
+        q, u, fail = self.kernel.rollout(q0, u0, int(nsteps), float(dt), tau, integrator, threads)
+        bad = np.flatnonzero(np.isfinite(fail))
+        if bad.size:
+            warnings.warn(f"rollout: {bad.size} of {len(fail)} rollouts diverged (first: rollout {bad[0]} at "
+                          f"t = {fail[bad[0]]:.6g}); their rows from there on are NaN", RuntimeWarning, stacklevel=2)
+        return q, u
+
     def mass_matrix(self, q) -> np.ndarray:
         """Joint-space mass matrix (dense algorithm: CRBA; otherwise column by column from RNEA)."""
         if self.beams:                       # dense Omega = C^T Phi^T M_E Phi C (Hu & Wang eq 41)
@@ -157,21 +187,14 @@ class System:
         _, _, en = self.kernel.outputs_at(np.concatenate([q, u])[None, :])
         return float(en[0, 0]), float(en[0, 1])
 
-    def joint_reactions(self, q, u, tau=None, t: float = 0.0):
-        """(F, M), nb x 3 each, world frame: force and moment (about the joint point) that the parent exerts
-        on each body through its joint. Algorithm 'mstmm' only: the internal forces of its state vectors
-        (Rui et al. eq 1)."""
-        self._rigid("joint_reactions")
-        q, u = self._qu(q, u)
-        return joint_reactions(self, q, u, tau, t)
-
     def joint_wrenches(self, q, u, tau=None, t: float = 0.0) -> np.ndarray:
         """(n_joints, 6): for each joint, the spatial force transmitted through it from its parent to its child
         (the whole subtree), as (fx, fy, fz, mx, my, mz) with the moment about the joint point, components in
         the joint's frame on the child side (the model's child_frame: axes attached to the child body), the
         convention of pinocchio's data.f for a model built from the same file.  A free joint is a joint too
         (its row is ~0 without external loads on its body).  Every rigid algorithm gives them: cfa directly
-        (its constraint forces), recursive, dense and mstmm by an inverse-dynamics pass after forward dynamics."""
+        (its constraint forces), recursive and dense by an inverse-dynamics pass after forward dynamics,
+        mstmm from its state vectors."""
         self._rigid("joint_wrenches")
         q, u = self._qu(q, u)
         if tau is not None:
@@ -317,7 +340,7 @@ class System:
                 raise err
             n = fail["sample"]
             meta.update(partial=True, diverged_at=err.t, diverged=str(err))
-            res = self._result(X[:n], ts[:n], meta, joint_wrench)      # (X[:n] for mstmm's reaction history too)
+            res = self._result(X[:n], ts[:n], meta, joint_wrench)      # (X[:n]: the joint wrenches too)
             err.partial = res
             res.divergence = err
             return res
@@ -335,12 +358,11 @@ class System:
             com, quat, ekin, epot, extra = self._beam_outputs(X, ts)
             return Result(ts, q, u, *names, com, quat, ekin, epot, meta, extra)
         com, quat, en = self.kernel.outputs_at(X)
-        res = Result(ts, q, u, *names, com, quat, en[:, 0].copy(), en[:, 1].copy(), meta)
+        res = Result(ts, q, u, *names, com, quat, en[:, 0].copy(), en[:, 1].copy(), meta,
+                     joint_geometry(self.model, self.body_names, com, quat))       # joint_pos etc., for animate
         if joint_wrench:
             res.extra.update(joint_wrench=self._in_joint_frames(self.kernel.joint_wrench_at(X, ts)),
                              joint_names=np.array(self.plan.joint_names))
-        if self.algorithm == "mstmm":             # NPZ: joint_force, joint_moment (nt x nb x 3)
-            res.extra.update(reaction_history(self, res))
         return res
 
     def _beam_outputs(self, X, ts):
@@ -362,6 +384,7 @@ class System:
                  "energy_gravity": en[:, 2].copy(), "snapshot_index": snap,
                  "snapshot_curve": np.array([self.kernel.element_points(X[k, :self.nq].copy(), 11).reshape(-1, 2)
                                              for k in snap])}
+        extra.update(beam_geometry(self, q=X[:, :self.nq]))        # element_coords, element_length (animate)
         return com3, quat, en[:, 0].copy(), en[:, 1] + en[:, 2], extra
 
 

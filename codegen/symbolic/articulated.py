@@ -92,6 +92,7 @@ class Kernel:
     args: Tuple[Arg, ...]
     lets: List[Tuple[sp.Symbol, sp.Basic]] = field(default_factory=list)
     outs: List[Tuple[str, int, str, sp.Basic]] = field(default_factory=list)   # (array, index, op, expr)
+    optimizations: object = "basic"                 # sympy.cse: "basic" (factor terms first) or None (faster)
     _numeric: object = field(default=None, repr=False, compare=False)
 
     # ----------------------------------------------------------------- building
@@ -165,7 +166,7 @@ def kernel_lines(k: Kernel) -> List[str]:
     first use; every read of an array the kernel writes happens before the first write."""
     p = _printer()
     exprs = [e for _, e in k.lets] + [e for *_, e in k.outs]
-    reps, red = sp.cse(exprs, symbols=sp.numbered_symbols("t"), optimizations="basic")
+    reps, red = sp.cse(exprs, symbols=sp.numbered_symbols("t"), optimizations=k.optimizations)
     rep_expr = dict(reps)
     order = {s: i for i, (s, _) in enumerate(reps)}
     done, lines = set(), []

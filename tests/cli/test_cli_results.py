@@ -52,21 +52,21 @@ def test_simulate_chain_from_cli_spec_with_dopri5(tmp_path, capsys):
     assert "cache hit" in capsys.readouterr().out
 
 
-def test_branch_spec_with_mstmm_writes_joint_reactions(tmp_path, capsys):
-    """'branch:N' is model M5 with bodies 1, 3, ..., N; an mstmm run adds joint_force/joint_moment."""
+def test_branch_spec_with_mstmm_writes_joint_wrenches(tmp_path, capsys):
+    """'branch:N' is model M5 with bodies 1, 3, ..., N; --joint-wrench adds joint_wrench (nt x joints x 6)."""
     out = tmp_path / "b.npz"
     assert main(["simulate", "branch:15", "--algorithm", "mstmm", "--t-end", "0.05", "--dt", "0.01",
-                 "--out", str(out), "--quiet"]) == 0
+                 "--joint-wrench", "--out", str(out), "--quiet"]) == 0
     z = np.load(out)
     nb = 8
     assert sorted(z["body_names"]) == sorted(f"body{k}" for k in range(1, 16, 2))
-    assert z["joint_force"].shape == z["joint_moment"].shape == (6, nb, 3)
-    ceiling = list(z["body_names"]).index("body15")
+    assert z["joint_wrench"].shape == (6, nb, 6) and len(z["joint_names"]) == nb
+    ceiling = list(z["joint_child"]).index(list(z["body_names"]).index("body15"))
     # at rest, but body 11 tips (3 rods hang on one end, 2 on the other): the ceiling carries less than
-    # the weight, the same force as the API reports at the initial state
-    assert 0.9 * nb * 9.81 < z["joint_force"][0, ceiling, 1] < nb * 9.81
+    # the weight, the same wrench as the API reports at the initial state
+    assert 0.9 * nb * 9.81 < np.linalg.norm(z["joint_wrench"][0, ceiling, :3]) < nb * 9.81
     s = codegen.build(codegen.models.branch_system(15), "mstmm")
-    F, M = s.joint_reactions(*s.initial_state())
-    assert np.allclose(F, z["joint_force"][0], rtol=1e-12, atol=1e-12)
+    W = s.joint_wrenches(*s.initial_state())
+    assert np.allclose(W, z["joint_wrench"][0], rtol=1e-12, atol=1e-12)
     assert main(["check", "branch:12"]) == 2
     assert "odd N >= 13" in capsys.readouterr().err

@@ -30,8 +30,9 @@ def mutate(path, value):
     return set_path(GOOD, path, value)
 
 BAD = [
-    # (mutation path, value, words the message must contain)
-    (("joints", 0, "type"), "hinge", ["joints[j1].type", "unknown joint type 'hinge'"]),
+    # (mutation path, value, words the message must contain); structural faults (the JSON Schema) name list items
+    # by index, the semantic checks by name
+    (("joints", 0, "type"), "hinge", ["joints[0].type", "unknown joint type 'hinge'"]),
     (("bodies", 0, "name"), DELETE, ["bodies[0].name", "missing"]),
     (("joints", 1, "name"), "j1", ["joints[1].name", "duplicate name 'j1'"]),
     (("bodies", 1, "name"), "a", ["bodies[1].name", "duplicate name 'a'"]),
@@ -39,15 +40,16 @@ BAD = [
     (("joints", 1), {"name": "j2", "type": "revolute", "parent": "ground", "child": "a"},
      ["joints[j2].child", "already has parent joint"]),
     (("joints", 1, "child"), "a", ["joints[j2].child", "joined to itself"]),
-    (("bodies", 0, "mass"), 0.0, ["bodies[a].mass", "mass must be positive"]),
-    (("bodies", 0, "mass"), -2.0, ["bodies[a].mass", "mass must be positive"]),
+    # mass 0 is a massless body (accepted where the mass matrix stays regular: test_massless_and_point_masses)
+    (("bodies", 1), {"name": "b", "mass": 0.0, "inertia": [0, 0, 0]}, ["joints[j2]", "mass matrix is singular"]),
+    (("bodies", 0, "mass"), -2.0, ["bodies[a].mass", "mass must be non-negative"]),
     (("bodies", 0, "inertia"), [[1, 0.5, 0], [0, 1, 0], [0, 0, 1]], ["bodies[a].inertia", "symmetric"]),
-    (("bodies", 0, "inertia"), [1, -1, 1], ["bodies[a].inertia", "positive definite"]),
+    (("bodies", 0, "inertia"), [1, -1, 1], ["bodies[a].inertia", "positive semi-definite"]),
     (("bodies", 0, "inertia"), [0.1, 0.1, 0.5], ["bodies[a].inertia", "triangle inequality"]),
-    (("bodies", 0, "com"), [1, 2], ["bodies[a].com", "3 numbers"]),
+    (("bodies", 0, "com"), [1, 2], ["bodies[0].com", "3 numbers"]),
     (("joints", 0, "axis"), [0, 0, 0], ["joints[j1].axis", "non-zero"]),
-    (("joints", 1, "q0"), [1, 0, 0], ["joints[j2].q0", "4 numbers"]),
-    (("joints", 0, "u0"), [1, 2], ["joints[j1].u0", "1 numbers"]),
+    (("joints", 1, "q0"), [1, 0, 0], ["joints[1].q0", "4 numbers"]),
+    (("joints", 0, "u0"), [1, 2], ["joints[0].u0", "list of 1 number"]),
     (("gravity",), [0, -9.81], ["gravity", "3 numbers"]),
     (("joints", 1, "parent_frame"), {"pos": [0, 0, 0], "color": 1}, ["joints[1].parent_frame", "unknown keys"]),
     (("forces", 0, "joint"), "j9", ["forces[k1].joint", "'j9' does not exist"]),

@@ -11,9 +11,10 @@ methods, ``coord_names`` / ``body_names``).
   body poses (forward kinematics) on three trees with tilted axes, rotated parent and child frames (rpy,
   matrix, quat, axis_angle), full inertias and com offsets: fixed base with every scalar joint type, a
   spherical joint and a fixed body with a child; floating base; a revolute/spherical tree for mstmm.
-  Algorithms recursive (ref point centroid, joint, origin), dense, mstmm.
+  Algorithms recursive (ref point centroid, joint, origin), dense, mstmm (also on the floating base).
 * ``test_single_body_closed_form``: one body on a tilted revolute axis away from its com, by hand.
-* ``test_mstmm_joint_reactions_vs_rnea``: ``joint_reactions`` against pinocchio's RNEA internal forces.
+* ``test_mstmm_joint_wrenches_vs_pinocchio``: ``joint_wrenches`` of mstmm (from its state vectors) against
+  pinocchio's RNEA internal forces data.f, fixed and floating base.
 * ``test_force_elements_vs_jacobian``: point spring-dampers (body-body, body-ground), joint
   spring-dampers (universal, cylindrical, planar, prismatic, revolute) and a joint force, as generalized
   forces inverse_dynamics(without) - inverse_dynamics(with), against J^T F with a finite-difference J.
@@ -86,10 +87,11 @@ MODELS = {
                           seed=303, gravity=(1.1, -3.0, -9.0), forces=_FORCES_MSTMM),
 }
 
-# (model, algorithm, options): 4 + 4 + 1 builds here, 2 for the single body
+# (model, algorithm, options): 4 + 4 + 2 builds here, 2 for the single body
 ALGS = [("recursive", {"ref_point": "centroid"}), ("recursive", {"ref_point": "joint"}),
         ("recursive", {"ref_point": "origin"}), ("dense", {})]
-CASES = [(m, a, o) for m in ("fixed", "floating") for a, o in ALGS] + [("mstmm", "mstmm", {})]
+CASES = [(m, a, o) for m in ("fixed", "floating") for a, o in ALGS] + [("mstmm", "mstmm", {}),
+                                                                      ("floating", "mstmm", {})]
 
 
 def _id(case):
@@ -202,26 +204,29 @@ def test_single_body_closed_form(algorithm, options):
         assert rel_err(s.forward_dynamics([q], [u], [tau]), [_single_by_hand(SINGLE, q, u, tau, True)[0]]) > 1e-4
 
 
-# ---------------------------------------------------------------- 3. joint reactions (mstmm)
+# ---------------------------------------------------------------- 3. joint wrenches (mstmm)
 
-def test_mstmm_joint_reactions_vs_rnea():
-    d = pf.without_forces(MODELS["mstmm"])
+@pytest.mark.parametrize("name", ["mstmm", "floating"])
+def test_mstmm_joint_wrenches_vs_pinocchio(name):
+    """System.joint_wrenches of mstmm (the internal forces of its state vectors, rotated into each joint's
+    child-side frame) against pinocchio's data.f of RNEA at the kernel's acceleration (pinocchio's joint frame);
+    the floating model's free base and prismatic and universal joints included."""
+    d = pf.without_forces(MODELS[name])
     s = system_for(d, "mstmm", {})
     peer = pf.DictPeer(d, s.model.coord_names, s.body_names)
     rng = np.random.default_rng(9)
-    worst_f = worst_m = 0.0
+    worst = 0.0
     for _ in range(N_STATES):
         q, u = pf.random_state(d, s.model.coord_names, rng)
         tau = rng.normal(size=s.nv)
         udot = s.forward_dynamics(q, u, tau)
         assert rel_err(udot, peer.aba(q, u, tau)) < TOL
-        F, M = s.joint_reactions(q, u, tau)
-        F_ref, M_ref = peer.joint_reactions(q, u, udot)
-        worst_f, worst_m = max(worst_f, rel_err(F, F_ref)), max(worst_m, rel_err(M, M_ref))
+        ref = peer.joint_wrenches(q, u, udot)
+        assert not np.isnan(ref).any()                   # no fixed joints in these two models
+        worst = max(worst, rel_err(s.joint_wrenches(q, u, tau), ref))
         # sanity of the reference: RNEA at the kernel's acceleration gives back the applied tau
         assert rel_err(peer.rnea(q, u, udot), tau) < 1e-9
-    assert worst_f < TOL and worst_m < TOL, \
-        f"mstmm joint reactions vs pinocchio RNEA data.f: force rel err {worst_f:.3e}, moment {worst_m:.3e}"
+    assert worst < TOL, f"{name}: mstmm joint wrenches vs pinocchio RNEA data.f: rel err {worst:.3e}"
 
 
 # ---------------------------------------------------------------- 4. force elements vs J^T F
@@ -294,22 +299,26 @@ def test_pinocchio_comparison_can_fail(name, mutations):
 
 
 def test_reactions_and_forces_can_fail():
-    """Joint reactions: pinocchio's data.f taken in the joint frame (no rotation to world) or about the body
-    centroid must be seen; force elements: a wrong damping sign or point in the wrong frame must be seen."""
+    """Joint wrenches: the same wrenches left in the canonical (K-rotated) frame, or with the moment taken about
+    the body's centroid, must be seen; force elements: a wrong damping sign or point in the wrong frame must be
+    seen."""
     d = pf.without_forces(MODELS["mstmm"])
     s = system_for(d, "mstmm", {})
     peer = pf.DictPeer(d, s.model.coord_names, s.body_names)
     rng = np.random.default_rng(13)
     q, u = pf.random_state(d, s.model.coord_names, rng)
-    udot = s.forward_dynamics(q, u)
-    F, M = s.joint_reactions(q, u)
-    F_ref, M_ref = peer.joint_reactions(q, u, udot)
-    assert rel_err(F, F_ref) < TOL and rel_err(M, M_ref) < TOL
-    local_F = np.array([peer.data.f[peer.jid[peer.by_child[n]["name"]]].linear for n in s.body_names])
-    assert rel_err(F, local_F) > 1e-3
-    com, _ = peer.body_poses(q)
-    joint_pt = np.array([peer.data.oMi[peer.jid[peer.by_child[n]["name"]]].translation for n in s.body_names])
-    assert rel_err(M, M_ref + np.cross(joint_pt - com, F_ref)) > 1e-3       # moment about the centroid
+    ref = peer.joint_wrenches(q, u, s.forward_dynamics(q, u))
+    W = s.joint_wrenches(q, u)
+    assert rel_err(W, ref) < TOL
+    assert rel_err(s.kernel.joint_wrench(q, u), ref) > 1e-3              # canonical frame, not the joint frame
+    pin.forwardKinematics(peer.model, peer.data, peer.q_pin(q))
+    arm = []                                                               # joint point -> centroid, joint frame
+    for n in s.body_names:
+        Mj = peer.data.oMi[peer.jid[peer.by_child[n]["name"]]]
+        arm.append(Mj.actInv(peer.body_frame(q, n, update=False).act(peer.com[n])))
+    about_com = W.copy()
+    about_com[:, 3:] -= np.cross(np.array(arm), W[:, :3])
+    assert rel_err(about_com, ref) > 1e-3
 
     dd = MODELS["fixed"]
     s_on = system_for(dd, "recursive", {"ref_point": "origin"})

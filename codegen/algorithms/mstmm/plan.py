@@ -20,17 +20,21 @@ body.  Per body j the forward sweep does
              rigid body kinematics (eq 14: the geometric equations of the multi-hinge, eqs 15-17) and
              the force/moment transfer (T11 of eq 20, the extra columns E6 + E_Ik of eq 8):
              S_O += T11 S T22^-1, e_O += T11 (e + S b) (eqs 29-30; B3 at a junction)
-    hinge    the smooth hinge between body j and its parent (revolute or ball): condensed form of
-             eq 10 enforcing the moment condition AT the hinge (H^T m = joint torque), see
-             codegen/algorithms/mstmm/reference.py "articulated"; this removes the singular closure of eq 59 and the
-             spurious singular value of eq 10 (det(T21 S + T22) = 0) documented there.
-The root hinge's output is the ground boundary (A4: r'' = 0, Omega' = 0 known), and the backward
+    hinge    the hinge between body j and its parent: condensed form of eq 10 enforcing the hinge condition
+             AT the hinge (Y^T [m; q] = joint force, Y = [H_w; -H_v]), see codegen/algorithms/mstmm/reference.py
+             "articulated"; this removes the singular closure of eq 59 and the spurious singular value of
+             eq 10 (det(T21 S + T22) = 0) documented there.  Our generalisation to hinges with a
+             translational part (prismatic, cylindrical, planar, free) and the free joint (S' = O: it passes
+             only the wrench of its joint force; at the root it is the paper's free boundary) is derived in
+             codegen/algorithms/mstmm/spatial.py (module notes), the numpy reference of this kernel.
+The root hinge's parent side is the ground boundary (A4: r'' = 0, Omega' = 0 known), and the backward
 sweep (A5 / B4, eqs 25 and 33) gives every state z = [r'', Omega', m, q] and the relative joint
 accelerations.
 
 Output of the states (generated module): ``kernel.mstmm_states(q, u, tau, t)`` (nb x 12: r'', Omega', m, q
-per joint) and ``kernel.joint_forces``; here ``joint_reactions`` (one state), ``reaction_history`` (a
-simulated Result; the runtime stores it as ``joint_force`` and ``joint_moment`` in the NPZ).
+per joint), and the joint wrenches of the unified interface (``kernel.joint_wrench``, ``joint_wrench_at``,
+templates/shared/base.pyx.j2 block joint_wrench) from the same states: F = -q, M = m, rotated into each
+body's reference frame.
 """
 from __future__ import annotations
 
@@ -40,7 +44,8 @@ from ...model import JOINT_TYPES
 from ..family import BuildError
 from ..tree_plan import children_of, template_vars as tree_vars
 
-SUPPORTED = ("revolute", "spherical")
+SUPPORTED = tuple(JOINT_TYPES)       # every rigid joint type (hinge condensation of spatial.py)
+INPUT_KIND = {"spherical": "ball", "free": "free"}     # children whose S has structure (else "gen")
 
 
 def kind_of(j: int, kids: List[List[int]]) -> str:
@@ -69,18 +74,36 @@ def subchains(parent: List[int]) -> List[Dict]:
     return out
 
 
+def hinge_kind(jtype: str) -> Dict:
+    """Which parts of the hinge condensation a joint type needs (from its sympy model): lin / ang: the
+    relative linear / angular velocity map is not identically zero; kind: ball (S' has only the q-r'' block),
+    free (S' = O), rigid (no dof: S' = S), gen."""
+    from ...symbolic.joints import joint_model
+    jm = joint_model(jtype)
+    kind = "rigid" if jm.nv == 0 else INPUT_KIND.get(jtype, "gen")
+    return {"nv": jm.nv, "lin": not jm.S_v.is_zero_matrix, "ang": not jm.S_w.is_zero_matrix, "kind": kind}
+
+
+def work_layout(nmax: int) -> Dict[str, int]:
+    """Workspace per body: S 36 | e 6 | G 6 nmax | g0 nmax | c 6 | zb 6 (offsets and stride)."""
+    nmax = max(nmax, 1)
+    g0 = 42 + 6 * nmax
+    return {"G": 42, "G0": g0, "C": g0 + nmax, "Z": g0 + nmax + 6, "stride": g0 + nmax + 12, "nmax": nmax}
+
+
 def plan_mstmm(plan) -> Dict:
     """Groups of the forward (tip -> root) Riccati sweep in descending body order.
 
-    Returns {"groups": [...], "subchains": [...], "junctions": [...]} where a group is
+    Returns {"groups": [...], "subchains": [...], "junctions": [...], "hinge": {type: hinge_kind},
+    "input_kind": {type: ball | free | gen}, "input_kinds": the input kinds present, "off": work_layout}
+    where a group is
       {"kind": "tip" | "chain", "hi": j_hi, "lo": j_lo, "type": joint type, "nv": n,
        "ctype": joint type of the single input's hinge (chain) or None}                  (loop)
       {"kind": "junction", "j": j, "inputs": [(child, its joint type)], "type": ..., "nv": n}  (explicit)
     """
     bad = sorted({t for t in plan.types if t not in SUPPORTED})
     if bad:
-        raise BuildError(f"the mstmm algorithm handles revolute and spherical (ball) joints only; "
-                         f"this model has {', '.join(bad)}")
+        raise BuildError(f"the mstmm algorithm does not handle joint type(s) {', '.join(bad)}")
     for k, i in enumerate(plan.parent):
         if i >= k:
             raise BuildError("bodies must be in topological order")
@@ -113,34 +136,15 @@ def plan_mstmm(plan) -> Dict:
             f"{names[b[0]]} -> {names[b[1]]} -> ... -> {names[b[-1]]} ({len(b)} bodies)"
         desc.append(f"{c['start']} {seq} -> {into}")
     junctions = [f"{g['name']}: inputs {', '.join(g['input_names'])}" for g in groups if g["kind"] == "junction"]
-    return {"groups": groups, "subchains": desc, "junctions": junctions}
+    hinges = {t: hinge_kind(t) for t in plan.joint_types_used}
+    inputs = {t: INPUT_KIND.get(t, "gen") for t in plan.joint_types_used}
+    return {"groups": groups, "subchains": desc, "junctions": junctions, "hinge": hinges, "input_kind": inputs,
+            "input_kinds": sorted({inputs[plan.types[j]] for j in range(plan.nb) if plan.parent[j] >= 0}),
+            "off": work_layout(max(h["nv"] for h in hinges.values()))}
 
 
 def template_vars(plan, options) -> Dict:
     """Variables of templates/mstmm/mstmm.pyx.j2: the rigid-tree ones and the sweep groups."""
-    return dict(tree_vars(plan, 72 * plan.nb), mst=plan_mstmm(plan))
+    mst = plan_mstmm(plan)
+    return dict(tree_vars(plan, mst["off"]["stride"] * plan.nb), mst=mst)
 
-
-# ------------------------------------------------------------------ joint reactions as output
-
-def joint_reactions(system, q, u, tau=None, t: float = 0.0):
-    """Joint reactions of an mstmm System at one state: (F, M), each nb x 3 in body order, world frame,
-    the force and the moment about the joint point that the parent (or the ground) exerts on the child
-    through its joint.  They are the internal force and moment of the MSTMM state (eq 1) at every
-    connection point, F = -q, M = +m (sign convention of Sect. 2.1), from the same sweep as the
-    accelerations (steps A5 / B4)."""
-    k = getattr(system, "kernel", system)
-    if not hasattr(k, "joint_forces"):
-        raise ValueError("joint reactions come from the mstmm kernels: build with algorithm='mstmm'")
-    return k.joint_forces(q, u, tau, t)
-
-
-def reaction_history(system, result):
-    """Joint reactions along a simulated trajectory: {"joint_force", "joint_moment"} (nt x nb x 3, world
-    frame, see joint_reactions) evaluated at every sample of a Result (model forces at the sample time)."""
-    import numpy as np
-    nt, nb = len(result.t), len(result.body_names)
-    F, M = np.empty((nt, nb, 3)), np.empty((nt, nb, 3))
-    for i, t in enumerate(result.t):
-        F[i], M[i] = joint_reactions(system, result.q[i], result.u[i], None, float(t))
-    return {"joint_force": F, "joint_moment": M}

@@ -64,6 +64,9 @@ articulated hinge step.
 ``aba_reference``: forward dynamics of revolute / ball-joint trees in mpmath (30 digits by default), an
 articulated-body algorithm independent of both generated kernels, to measure the true error of the
 double-precision solvers on the ill-conditioned M5 (tests/algorithms/mstmm/test_mstmm_accuracy.py, benchmarks/bench_mstmm.py).
+
+The spatial kernel's algorithm, with the articulated hinge step generalised to every joint type and to free
+joints (floating bases), is in numpy in spatial.py (``riccati_tree``).
 """
 from __future__ import annotations
 

@@ -1,14 +1,15 @@
 """Generated Riccati MSTMM kernels (algorithm "mstmm", Rui et al. 2020, Algorithms A and B) against the
-recursive solver, the numpy reference of the paper's example (codegen/mstmm_ref.py) and momentum balance."""
+recursive solver, the numpy reference of the paper's example (codegen/algorithms/mstmm/reference.py) and momentum
+balance; joint wrenches from the state vectors (free joints and other hinge types: test_mstmm_free.py)."""
 import numpy as np
 import pytest
 
 import codegen
 from codegen.algorithms.mstmm import reference as mstmm_ref
-from codegen.compiler import BuildError, generated_source
+from codegen.compiler import generated_source
+from codegen.model.rotations import quat_to_rot
 from codegen.models import branch_system, random_state, random_tree
-from support.systems import get_system, rel_err
-from support.systems import EXAMPLES
+from support.systems import EXAMPLES, get_system, rel_err
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +101,8 @@ def test_joint_forces_momentum_balance(which, m1, m5):
     for q, u in states:
         ud = mst.forward_dynamics(q, u)
         ac = _centroid_accelerations(mst, q, u, ud)
-        F, M = mst.kernel.joint_forces(q, u)
+        st = mst.kernel.mstmm_states(q, u)
+        F, M = -st[:, 9:12], st[:, 6:9]                  # the parent exerts -q and +m (Sect. 2.1)
         want = np.array([np.sum(masses[s, None] * (ac[s] - g), axis=0) for s in sub])
         scale = np.abs(want).max()
         assert np.max(np.abs(F - want)) < 1e-5 * scale
@@ -111,8 +113,7 @@ def test_joint_forces_momentum_balance(which, m1, m5):
             assert np.max(np.abs(M)) < 1e-10 * scale
     # at rest in the initial configuration of M5 the ceiling carries the weight plus the inertia forces
     q, u = model.initial_state()
-    F, _ = mst.kernel.joint_forces(q, u)
-    assert F[0, 1] > 0
+    assert -mst.kernel.mstmm_states(q, u)[0, 10] > 0
 
 
 def test_m5_ball_joints_match_recursive(m5):
@@ -126,7 +127,8 @@ def test_m5_ball_joints_match_recursive(m5):
 
 def test_random_revolute_ball_tree_with_force_elements():
     """A random tree of revolute (arbitrary spatial axes) and ball joints with several junctions, joint
-    springs, joint forces and point springs: the same accelerations as the recursive solver."""
+    springs, joint forces and point springs: the same accelerations as the recursive solver, and the same joint
+    wrenches as its RNEA pass (mstmm takes them from its state vectors)."""
     m = random_tree(24, seed=3, types=("revolute", "spherical"), forces=True)
     kids = {}
     for j in m.joints:
@@ -139,40 +141,44 @@ def test_random_revolute_ball_tree_with_force_elements():
         tau = rng.normal(size=m.nv)
         t = float(rng.uniform(0, 0.3))
         assert rel_err(mst.forward_dynamics(q, u, tau, t), rec.forward_dynamics(q, u, tau, t)) < 1e-9, trial
+        assert rel_err(mst.joint_wrenches(q, u, tau, t), rec.joint_wrenches(q, u, tau, t)) < 1e-9, trial
 
 
 def test_generated_structure_is_linear_and_checked():
-    """Step B1 is planned in Python: one loop per run of chain bodies, explicit code per junction only;
-    joint types other than revolute / ball are refused."""
+    """Step B1 is planned in Python: one loop per run of chain bodies, explicit code per junction only; only
+    the hinge and input code of the model's joint types is generated, the workspace sized by the largest."""
     src = {n: generated_source(branch_system(n), "mstmm") for n in (21, 999)}
     for s in src.values():
         assert s.count("self.mst_body(") == 6         # loops: tip 5, chain 7..9, tip 1, chain 3, 13..N; junction 11
         assert "multi-input body body11" in s
     sweep = {n: s.split("cdef void fd(")[1].split("cdef void mst_states")[0] for n, s in src.items()}
     assert sweep[999].count("\n") == sweep[21].count("\n")   # the tables grow with N, the code does not
-    with pytest.raises(BuildError, match="revolute and spherical"):
-        generated_source(random_tree(5, seed=1), "mstmm")
+    assert "def mst_input_free" not in src[21] and "def mst_hinge_prismatic" not in src[21]
+    assert "work layout (75 per body" in src[21]                # S 36, e 6, G 18, g0 3, c 6, zb 6
+    assert "work layout (61 per body" in generated_source(codegen.models.chain(3), "mstmm")    # revolute: n = 1
 
 
-def test_joint_reactions_in_the_npz(m1, tmp_path):
-    """An mstmm simulation puts the joint reactions of every sample into the NPZ; the ground
-    pin's force there equals the total weight plus inertia forces, with the inertia forces taken from the
-    NPZ's own centroid trajectory (second differences, independent of the MSTMM states)."""
+def test_joint_wrenches_in_the_npz(m1, tmp_path):
+    """simulate(joint_wrench=True) stores the wrenches of every sample (one compiled call, joint_wrench_at) in the
+    NPZ, equal to System.joint_wrenches at the sample; the ground pin's force equals the total weight plus the
+    inertia forces, taken from the NPZ's own centroid trajectory (second differences, independent of the MSTMM
+    states); the smooth hinges transmit no moment about their axes."""
     from codegen import load_result
     mst = get_system(m1, "mstmm")
-    res = mst.simulate(0.3, 1e-3, "rk4")
+    res = mst.simulate(0.3, 1e-3, "rk4", joint_wrench=True)
     back = load_result(res.save(tmp_path / "m1.npz"))
-    F, M = back.extra["joint_force"], back.extra["joint_moment"]
-    assert F.shape == M.shape == (len(res.t), 4, 3)
-    F7, M7 = mst.joint_reactions(res.q[100], res.u[100], t=res.t[100])
-    assert np.array_equal(F[100], F7) and np.array_equal(M[100], M7)
+    W = back.extra["joint_wrench"]
+    assert W.shape == (len(res.t), 4, 6) and list(back.extra["joint_names"]) == [j.name for j in m1.joints]
+    assert np.array_equal(W[100], mst.joint_wrenches(res.q[100], res.u[100], t=res.t[100]))
     dt = res.t[1] - res.t[0]
     ac = (back.body_com[2:] - 2 * back.body_com[1:-1] + back.body_com[:-2]) / dt**2      # nt-2 x nb x 3
     masses = np.array([m1.body(n).mass for n in back.body_names])
     want = np.einsum("b,tbk->tk", masses, ac - m1.gravity)
-    pin = back.body_names.index("body7")
-    assert np.max(np.abs(F[1:-1, pin] - want)) < 1e-5 * np.abs(want).max()       # measured 3e-7
-    assert np.max(np.abs(M[:, :, 2])) < 1e-10 * np.abs(want).max()        # smooth revolute hinges
+    pin = back.body_names.index("body7")           # its joint frame has the body's axes (child_frame: no rotation)
+    R = np.array([quat_to_rot(x) for x in back.body_quat[1:-1, pin]])
+    F = np.einsum("tab,tb->ta", R, W[1:-1, pin, :3])
+    assert np.max(np.abs(F - want)) < 1e-5 * np.abs(want).max()       # measured 3e-7
+    assert np.max(np.abs(W[:, :, 5])) < 1e-10 * np.abs(want).max()     # M_z = 0: smooth revolute hinges (axis z)
 
 
 def test_figures_script(tmp_path):
@@ -188,7 +194,7 @@ def test_figures_script(tmp_path):
     for f in ("mstmm_fig3_m1.png", "mstmm_m1.npz", "mstmm_fig4_m5_N21.png", "mstmm_m5_N21.npz"):
         assert os.path.getsize(tmp_path / f) > 5000, f
     with np.load(tmp_path / "mstmm_m1.npz") as z:
-        assert z["joint_force"].shape == (501, 4, 3) and z["joint_moment"].shape == (501, 4, 3)
+        assert z["joint_wrench"].shape == (501, 4, 6)
 
 
 def test_connection_states_are_accelerations_and_forces(m1, rng):
@@ -209,7 +215,10 @@ def test_connection_states_are_accelerations_and_forces(m1, rng):
     p = -0.5 * np.array([np.cos(th), np.sin(th)])
     acc = a["7"] * np.array([-p[1], p[0]]) - w ** 2 * p
     assert np.allclose(z["acc"][names.index("body1")][:2], acc, rtol=0, atol=1e-12 * np.abs(acc).max())
-    F, M = mst.joint_reactions(q, u)
-    assert np.array_equal(F, -z["force"]) and np.array_equal(M, z["moment"])
+    W = mst.kernel.joint_wrench(q, u)             # the same states, in each body's reference frame
+    _, quat = mst.body_poses(q)
+    R = np.array([quat_to_rot(x) for x in quat])      # M1: reference frame = body frame (axes z)
+    assert np.allclose(np.einsum("jab,jb->ja", R, W[:, :3]), -z["force"], rtol=0, atol=1e-12 * np.abs(z["force"]).max())
+    assert np.allclose(np.einsum("jab,jb->ja", R, W[:, 3:]), z["moment"], rtol=0, atol=1e-12 * np.abs(z["force"]).max())
     with pytest.raises(ValueError, match="mstmm"):
         rec.connection_states(q, u)

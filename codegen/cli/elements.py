@@ -1,0 +1,105 @@
+"""mbgen inspect: the derived symbolic elements and the registered algorithm families."""
+from __future__ import annotations
+
+from .common import Formatter
+
+# what each entry of the symbolic modules' INSPECT tables shows (their functions carry no text of their own)
+DESCRIPTIONS = {
+    "shabana-beam": "ANCF beam element (Hu & Wang): e (eq 1), S (eq 3), M_E (eq 4), U (eq 6), F_EK (eq 7), F_EG (eq 9)",
+    "shabana-beam-mass": "ANCF beam: shape matrix S (eq 3) and element mass matrix M_E (eq 4)",
+    "shabana-beam-elastic": "ANCF beam: chord-frame strains and energy (eqs 5-6), elastic force F_EK and its "
+                            "auxiliary matrices (eq 7)",
+    "shabana-beam-gravity": "ANCF beam: external and gravity forces F_E, F_EG (eqs 8-9), gravity potential",
+    "mstmm-state": "MSTMM state vectors z (eqs 1, 6, 35) and the boundary states (Rui et al.)",
+    "mstmm-planar-state": "MSTMM planar state (eq 35): which rows of eqs 1 and 6 are kept",
+    "mstmm-body": "MSTMM rigid-body transfer matrix U_i (eq 4) with E1..E9 (eq 5), M1 rod reduced (eq 36)",
+    "mstmm-multi-body": "MSTMM multi-input body (eqs 6-9), M5 body 11",
+    "mstmm-ball-hinge": "MSTMM hinge transfer matrices (eq 10): spatial ball hinge, planar revolute (eq 44), fixed",
+    "mstmm-multi-hinge": "MSTMM multi-hinge subsystem of M1 body 7 (eqs 8, 12-13, 16-17, 49, 52, 55)",
+    "mstmm-multi-hinge-spatial": "MSTMM spatial multi-hinge subsystem Uhat and geometric equations (eqs 11-17), "
+                                 "M5 body 11",
+    "mstmm-riccati": "MSTMM Riccati recursion: P_i, q_i (eq 24), S_{i+1}, e_{i+1} (eqs 29-30)",
+    "mstmm-example": "MSTMM worked example of the paper, M1 (eqs 38-47)",
+}
+
+
+def register(sub):
+    s = sub.add_parser("inspect", help="print a derived symbolic element ('mbgen inspect list')",
+                       formatter_class=Formatter,
+                       description="Print the sympy expressions the kernels are generated from.\n"
+                                   "  mbgen inspect list          every element, with what it shows\n"
+                                   "  mbgen inspect algorithms    every algorithm family: paper, options, joint types")
+    s.add_argument("what", nargs="*", help="'list', 'algorithms' or an element, e.g. 'joint revolute', "
+                                           "'reference-point origin', 'spatial'")
+    s.add_argument("--format", default="text", choices=["text", "latex", "sympy"],
+                   help="text: sympy's pretty printer; latex; sympy: srepr, to paste into Python")
+    s.set_defaults(fn=cmd_inspect)
+
+
+def inspect_registry():
+    """name -> (description, callable returning an ordered dict of sympy objects)."""
+    from ..model import JOINT_TYPES
+    from ..symbolic import spatial
+    from ..symbolic.joints import joint_model
+    reg = {}
+    for t in JOINT_TYPES:
+        reg[f"joint {t}"] = (f"{t} joint: R, d, S_w, S_v, H, W, ... (Kang & Yoon eq 16, Liu et al.)",
+                             lambda t=t: joint_model(t).elements())
+    for p in spatial.REF_POINTS:
+        reg[f"reference-point {p}"] = (f"analysis reference point '{p}' (Kang & Yoon eqs 3-8, 25, 33, 36)",
+                                       lambda p=p: spatial.reference_point(p))
+    reg["spatial"] = ("skew matrix and the shift matrix T^P (Kang & Yoon eq 4)", spatial.spatial_elements)
+    from ..symbolic.cfa import cfa_elements
+    reg["cfa"] = ("constraint force algorithm (Liu et al.): P-hat (eqs 1-2), I_C, I_O (eq 3), H_j and W_j of every "
+                  "joint type (eq 5)", cfa_elements)
+    for modname in ("ancf", "mstmm_examples"):      # later algorithm families register their elements here
+        try:
+            mod = __import__(f"codegen.symbolic.{modname}", fromlist=["INSPECT"])
+        except ImportError:
+            continue
+        for k, fn in getattr(mod, "INSPECT", {}).items():
+            doc = (fn.__doc__ or "").strip().split("\n")[0]
+            reg[k] = (DESCRIPTIONS.get(k) or doc or f"{modname}: {k}", fn)
+    return reg
+
+
+def print_algorithms():
+    """Every registered algorithm family: name, paper, options, model kind, joint types, integrators."""
+    from ..algorithms import FAMILIES
+    for f in FAMILIES.values():
+        opts = ", ".join(f"{k}={'|'.join(v)} (default {v[0]})" for k, v in f.options.items()) or "-"
+        print(f"{f.name}: {f.description}")
+        print(f"  paper:       {f.paper}")
+        print(f"  models:      {'rigid-body trees' if f.models == 'tree' else 'flexible planar beams'}")
+        print(f"  {'joint types:' if f.models == 'tree' else 'connections:'} {', '.join(f.joint_types)}")
+        print(f"  options:     {opts}")
+        print(f"  integrators: {', '.join(f.integrators)}")
+        print(f"  template:    templates/{f.template}")
+
+
+def cmd_inspect(args):
+    import sympy as sp
+    reg = inspect_registry()
+    name = " ".join(args.what)
+    if name == "algorithms":
+        return print_algorithms()
+    if not name or name == "list":
+        print("algorithms                     the algorithm families (paper, options, joint types, integrators)")
+        print("Elements (mbgen inspect NAME [--format text|latex|sympy]):")
+        for k, (desc, _) in reg.items():
+            print(f"  {k:<28} {desc}")
+        return
+    if name not in reg:
+        close = [k for k in reg if name.split()[0] in k]
+        raise ValueError(f"unknown element '{name}'" + (f"; did you mean: {', '.join(close)}" if close else
+                                                          "; 'mbgen inspect list' shows them all"))
+    elements = reg[name][1]()
+    for label, expr in elements.items():
+        if args.format == "latex":
+            print(f"% {label}\n{sp.latex(expr)}\n")
+        elif args.format == "sympy":
+            print(f"{label} = {sp.srepr(expr)}\n")
+        else:
+            print(f"{label} =")
+            print(sp.pretty(expr, use_unicode=False, wrap_line=False))
+            print()

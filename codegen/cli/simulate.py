@@ -1,0 +1,189 @@
+"""mbgen simulate: build if needed, integrate in compiled code, write results (NPZ, CSV, PNG, animation)."""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+
+from .common import Formatter, add_model_args, build_options, check_output_size, default_stem, load_spec
+
+# simulate: built-in defaults; the value used is the command-line option, else the model file's `simulation:`
+# section, else this
+SIMULATION_DEFAULTS = {"integrator": None, "dt": 1e-3, "t_end": 2.0, "substeps": 1, "rtol": 1e-8, "atol": 1e-10,
+                       "hht_alpha": -0.05, "check_energy": None}
+DIVERGED, ENERGY_CHECK_FAILED = 3, 4
+
+
+def check_energy_arg(v: str):
+    """--check-energy TOL (a positive number) or 'off'."""
+    if v.strip().lower() in ("off", "none", "no"):
+        return "off"
+    try:
+        x = float(v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive tolerance or 'off', got {v!r}") from None
+    if not (x > 0 and x < float("inf")):
+        raise argparse.ArgumentTypeError(f"expected a positive tolerance or 'off', got {v!r}")
+    return x
+
+
+def energy_text(en: dict) -> str:
+    if en["value"] is None:
+        return f"energy not conserved (applied forces; their work is not known): energy change {en['change']:.4g} J"
+    if en["conservative"]:
+        return f"max relative energy error {en['value']:.2e}"
+    return (f"energy not conserved (applied forces): change {en['change']:.4g} J, work of the applied forces "
+            f"{en['work']:.4g} J, max relative error of the balance {en['value']:.2e}")
+
+
+def add_integration_args(s, output_size=True):
+    """Time span and integrator options (defaults None: the option, else the model file's `simulation:`
+    section, else SIMULATION_DEFAULTS; the help states the built-in default)."""
+    s.add_argument("--t-end", type=float, default=None, help="end time [s] (default: 2)")
+    s.add_argument("--dt", type=float, default=None, help="sample interval (and the rk4 / hht step) [s] (default: 1e-3)")
+    s.add_argument("--integrator", default=None, choices=["rk4", "dopri5", "hht"],
+                   help="hht: implicit HHT-alpha, flexible-beam (rancf) models only (default: rk4; beam models: rk4 "
+                        "if dt / substeps is below the estimated stable rk4 step, else hht)")
+    s.add_argument("--hht-alpha", type=float, default=None,
+                   help="HHT alpha in [-1/3, 0] (numerical damping) (default: -0.05)")
+    s.add_argument("--substeps", type=int, default=None, help="rk4 / hht steps per sample (default: 1)")
+    s.add_argument("--rtol", type=float, default=None, help="dopri5 relative tolerance, >= 1e-14 (default: 1e-8)")
+    s.add_argument("--atol", type=float, default=None, help="dopri5 absolute tolerance (default: 1e-10)")
+    s.add_argument("--force", action="store_true",
+                   help="run rk4 even where the stiffness estimate says its step is unstable")
+    if output_size:
+        s.add_argument("--max-output-mb", type=float, default=2000.0,
+                       help="refuse runs whose results would exceed this size [MB]")
+
+
+def register(sub):
+    s = sub.add_parser("simulate", help="build if needed, integrate, write results", formatter_class=Formatter,
+                       description="Each setting is the option if given, else the model file's `simulation:` "
+                                   "section, else the built-in default.\nExit status: 0 ok, 2 bad input, "
+                                   "3 simulation diverged, 4 energy check failed.")
+    add_model_args(s)
+    add_integration_args(s)
+    s.add_argument("--check-energy", type=check_energy_arg, default=None, metavar="TOL",
+                   help="fail (exit 4, results still written) if the relative energy error |E - E0 - W| / "
+                        "max(|T|, |V|, |E0|) exceeds TOL (W: work of dampers and joint forces); 'off' disables "
+                        "the model file's check_energy (default: off)")
+    s.add_argument("--keep-partial", action="store_true",
+                   help="if the simulation diverges (exit 3), still save the samples before the failure "
+                        "(meta partial, diverged_at)")
+    s.add_argument("--out", default=None,
+                   help="NPZ path (default: results/MODEL[-ALGORITHM][-REFPOINT][-INTEGRATOR].npz, naming the "
+                        "method options that differ from the default run)")
+    s.add_argument("--joint-wrench", action="store_true",
+                   help="also store the joint reaction wrenches (NPZ joint_wrench: nt x n_joints x 6, fx fy fz mx my "
+                        "mz in each joint's child-side frame, about the joint point; joint_names); rigid models")
+    s.add_argument("--csv", action="store_true", help="also write a CSV beside the NPZ")
+    s.add_argument("--plot", action="store_true", help="also write a PNG of coordinates and energy")
+    s.add_argument("--animate", action="store_true", help="also write an MP4 animation beside the NPZ "
+                                                          "(extra 'anim'; 'mbgen animate' for GIFs and options)")
+    s.add_argument("--quiet", action="store_true", help="no progress bars")
+    s.set_defaults(fn=cmd_simulate)
+
+
+def resolve_settings(args, m) -> tuple:
+    """(settings, origin): each of SIMULATION_DEFAULTS from the option, else the model file, else the default."""
+    from_file = getattr(m, "simulation", None) or {}
+    opt, origin = {}, {}
+    for k, default in SIMULATION_DEFAULTS.items():
+        cli = getattr(args, k, None)
+        opt[k], origin[k] = ((cli, "option") if cli is not None else (from_file[k], "model file") if k in from_file
+                             else (default, "default"))
+    if opt["check_energy"] == "off":
+        opt["check_energy"] = None
+    if opt["t_end"] < opt["dt"]:
+        raise ValueError(f"t_end = {opt['t_end']:g} s ({origin['t_end']}) is shorter than one sample interval "
+                         f"dt = {opt['dt']:g} s ({origin['dt']})")
+    if opt["integrator"] == "hht" and not hasattr(m, "beams"):
+        raise ValueError("--integrator hht is only available for flexible-beam (rancf) models")
+    return opt, origin
+
+
+def choose_integrator(s, opt, force=False, name="") -> tuple:
+    """(integrator, automatic choice): beam models check rk4 against the stiffness estimate (Hu & Wang
+    models: highest element frequency); an unstable explicit rk4 step is refused unless ``force``."""
+    from ..runtime.integrate import RK4_LIMIT, rk4_stable_step
+    integ, h, auto = opt["integrator"], opt["dt"] / opt["substeps"], "rk4"
+    if s.beams:
+        hs = rk4_stable_step(s)
+        why = (f"the estimated stable rk4 step of this model is {hs:.2g} s (h omega_max < {RK4_LIMIT}, highest "
+               f"element frequency {RK4_LIMIT / hs / (2 * math.pi):.3g} Hz)")
+        auto = "rk4" if h <= hs else "hht"
+        if integ is None:
+            integ = auto
+            if integ == "hht":
+                print(f"{name}: integrator hht: rk4 at h = {h:g} s would be unstable; {why}")
+        elif integ == "rk4" and h > hs and not force:
+            raise ValueError(f"rk4 at h = dt / substeps = {h:g} s is unstable for this model: {why}. Use "
+                             f"--integrator hht, or --substeps {math.ceil(opt['dt'] / hs)} (h <= {hs:.2g} s), or "
+                             f"--force to run rk4 anyway")
+    return integ or "rk4", auto
+
+
+def default_out(args, m, integ, origin, auto) -> str:
+    """results/MODEL.npz for the default run; the algorithm, reference point and integrator join the name when
+    they differ from what `mbgen simulate MODEL` alone uses."""
+    beams = hasattr(m, "beams")
+    alg = None if args.algorithm in (("recursive", "rancf") if beams else ("recursive",)) else args.algorithm
+    ref = args.ref_point if args.algorithm == "recursive" and args.ref_point not in (None, "centroid") else \
+        args.form if args.algorithm == "cfa" and args.form == "general" else None
+    file_integ = (getattr(m, "simulation", None) or {}).get("integrator") or auto
+    integ_part = integ if origin["integrator"] == "option" and integ != file_integ else None
+    return os.path.join("results", default_stem(m.name, alg, ref, integ_part) + ".npz")
+
+
+def cmd_simulate(args):
+    """Exit 0 ok, 2 bad input or an rk4 step the model cannot take (unless --force), 3 diverged, 4 energy check."""
+    from ..runtime import SimulationDiverged, build
+    m = load_spec(args.model, args)
+    opt, origin = resolve_settings(args, m)
+    args.t_end, args.dt = opt["t_end"], opt["dt"]
+    check_output_size(args, m)                     # before anything is built
+    if args.joint_wrench and hasattr(m, "beams"):
+        raise ValueError("--joint-wrench: joint reaction wrenches are for rigid-body models")
+    if args.animate:
+        from ..runtime.animate import require_writer
+        require_writer(".mp4")                     # before anything is built: the extra is installed
+    s = build(m, args.algorithm, cache_dir=args.cache_dir, progress=not args.quiet, **build_options(args))
+    integ, auto = choose_integrator(s, opt, args.force, m.name)
+    extra = {"alpha": opt["hht_alpha"]} if integ == "hht" else {}
+    out = args.out or default_out(args, m, integ, origin, auto)
+    try:
+        res = s.simulate(opt["t_end"], opt["dt"], integrator=integ, rtol=opt["rtol"], atol=opt["atol"],
+                         substeps=opt["substeps"], progress=not args.quiet, check_energy=opt["check_energy"],
+                         keep_partial=args.keep_partial, joint_wrench=args.joint_wrench, **extra)
+    except SimulationDiverged as e:
+        print(f"mbgen: error: {e}\n  no results written (--keep-partial saves the samples before the failure)",
+              file=sys.stderr)
+        return DIVERGED
+    path = res.save(out)
+    if res.meta.get("partial"):
+        print(f"mbgen: error: {res.meta['diverged']}", file=sys.stderr)
+        print(f"{m.name}: partial results, t = 0 .. {res.t[-1]:g} s ({len(res.t)} samples; diverged at "
+              f"t = {res.meta['diverged_at']:.6g} s): {path}")
+        return DIVERGED
+    en = res.meta["energy"]
+    print(f"{m.name}: {len(res.t) - 1} samples to t = {res.t[-1]:g} s with {integ} "
+          f"[{s.algorithm} {s.options}] in {res.meta['wall_time_s']:.3f} s wall; {energy_text(en)}")
+    print(f"  results: {path}")
+    stem = os.path.splitext(path)[0]
+    if args.csv:
+        print(f"  csv:     {res.save_csv(stem + '.csv')}")
+    if args.plot:
+        print(f"  figure:  {res.plot(stem + '.png')}")
+    if args.animate:
+        from ..runtime.animate import animate
+        print(f"  video:   {animate(res, stem + '.mp4', progress=not args.quiet)}")
+    chk = res.meta.get("energy_check")
+    if chk and chk["passed"] is False:
+        tip = ("less numerical damping (--hht-alpha closer to 0) or a smaller --dt" if integ == "hht" else
+               "a smaller --dt or more --substeps" if integ == "rk4" else "a tighter --rtol / --atol")
+        where = "--check-energy" if origin["check_energy"] == "option" else "check_energy of the model file"
+        print(f"mbgen: error: energy check failed: max relative energy error {chk['value']:.2e} > tolerance "
+              f"{chk['tol']:g} ({where}); results written to {path}; try {tip}", file=sys.stderr)
+        return ENERGY_CHECK_FAILED
+    return 0

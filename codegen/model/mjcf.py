@@ -1,0 +1,242 @@
+"""MJCF (MuJoCo XML) files -> Model, through MuJoCo's own compiler (``mujoco.MjModel.from_xml_path``): defaults,
+includes, ``inertiafromgeom``, angle units and frames are resolved by MuJoCo, and this module reads the compiled
+arrays.
+
+Mapping:
+
+* bodies: ``body_mass``, centre ``body_ipos`` and inertia ``R(body_iquat) diag(body_inertia) R^T`` in the body
+  frame; the body frame sits at ``body_pos``/``body_quat`` in its parent. A body without joints is lumped into
+  its parent (into ``ground`` if it hangs from the world).
+* joints: hinge -> revolute, slide -> prismatic (axis ``jnt_axis`` through the anchor ``jnt_pos``, both in the body
+  frame), ball -> spherical at the anchor, free -> free. The coordinates *are* MuJoCo's qpos and qvel, in its order:
+  the joint frames absorb ``ref`` (the reference position ``qpos0``), so our q equals qpos; the initial state is
+  ``qpos0``; free and ball joints use the same quaternion order (w, x, y, z) and velocity frames as ours (linear
+  velocity in the parent frame, angular velocity in the body frame).
+* several joints in one body: MuJoCo applies them one after the other, each in the frame the previous ones moved;
+  here each joint but the last gets a massless helper body ``BODY.JOINT`` (zero inertia), so the joints form a
+  chain with exactly that kinematics.
+* hinge and slide ``stiffness``/``springref`` and ``damping`` -> joint spring-dampers (as MuJoCo's passive forces).
+* gravity: ``opt.gravity`` (zero if the file disables gravity).
+
+Refused with a message (they change the dynamics and have no counterpart here): equality constraints (closed
+loops and couplings; loops with cut joints are planned), tendons, armature, friction loss, gravity compensation,
+fluid forces, stiffness or damping of ball and free joints. Contacts (some pair of geoms can touch) and actuators
+are refused too, unless ``ignore_contacts`` / ``ignore_actuators``: then the model is simulated without them and a
+``ModelWarning`` says so. Joint limits are ignored (as for URDF). Box, cylinder, capsule and sphere geoms are kept
+in ``model.visuals`` (body frame, full lengths) for drawing.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Dict, List
+
+import numpy as np
+
+from .checks import ModelError, _name
+from .core import GROUND, Body, Joint, JointSpringDamper, Model, Placement
+from .massprops import lumped, moved
+from .robotfiles import ModelWarning, listing, read_limited, require, unique_name
+from .rotations import quat_to_rot, rot_axis_angle
+
+__all__ = ["ModelWarning", "load_mjcf", "model_from_mjmodel"]
+
+JOINT_TYPES = {0: "free", 1: "spherical", 2: "prismatic", 3: "revolute"}      # mjtJoint -> ours
+GEOMS = {2: "sphere", 3: "capsule", 5: "cylinder", 6: "box"}                     # mjtGeom -> visuals
+
+
+def load_mjcf(path, floating_base: bool = False, ignore_contacts: bool = False,
+              ignore_actuators: bool = False) -> Model:
+    """A validated Model from an MJCF file (see the module docstring)."""
+    path = os.fspath(path)
+    if floating_base:
+        raise ModelError("floating_base (--floating-base) is for URDF files: an MJCF file gives its base a free "
+                         "joint itself (<freejoint/>)", path)
+    read_limited(path)                                   # size limit, folders, empty files
+    mujoco = require("mujoco", path)
+    try:
+        mj = mujoco.MjModel.from_xml_path(path)
+    except Exception as e:                               # MuJoCo's parser and compiler raise ValueError
+        raise ModelError(f"not a valid MJCF file: {' '.join(str(e).split())[:300]}", path) from None
+    return model_from_mjmodel(mj, path, ignore_contacts=ignore_contacts, ignore_actuators=ignore_actuators)
+
+
+def _names(mj, mujoco, obj, n, prefix) -> List[str]:
+    out = [mujoco.mj_id2name(mj, obj, i) or "" for i in range(n)]
+    taken = {x: 1 for x in out if x}
+    for i, x in enumerate(out):
+        if not x:
+            out[i] = unique_name(f"{prefix}{i}", taken)
+            taken[out[i]] = 1
+    return out
+
+
+def _contact_pairs(mj, mujoco) -> List[tuple]:
+    """Geom pairs MuJoCo's collision filter lets through (contype/conaffinity, weld, parent and exclude filters),
+    or explicit <pair>s; empty if the file disables contacts or constraints."""
+    D = mujoco.mjtDisableBit
+    if mj.opt.disableflags & (int(D.mjDSBL_CONTACT) | int(D.mjDSBL_CONSTRAINT)):
+        return []
+    pairs = [(int(a), int(b)) for a, b in zip(mj.pair_geom1, mj.pair_geom2)]
+    if mj.ngeom < 2:
+        return pairs
+    weld = mj.body_weldid[mj.geom_bodyid]
+    dad = mj.body_weldid[mj.body_parentid[weld]]
+    ct, ca = mj.geom_contype.astype(np.int64), mj.geom_conaffinity.astype(np.int64)
+    ok = ((ct[:, None] & ca[None, :]) != 0) | ((ca[:, None] & ct[None, :]) != 0)
+    ok &= weld[:, None] != weld[None, :]
+    ok &= ~((weld[:, None] == 0) & (weld[None, :] == 0))
+    if not mj.opt.disableflags & int(D.mjDSBL_FILTERPARENT):
+        ok &= ~(((weld[:, None] == dad[None, :]) & (dad[None, :] != 0)) | ((dad[:, None] == weld[None, :]) & (dad[:, None] != 0)))
+    ok = np.triu(ok, 1)
+    excluded = set(int(s) for s in mj.exclude_signature)
+    b = mj.geom_bodyid
+    for g1, g2 in zip(*np.nonzero(ok)):
+        lo, hi = sorted((int(b[g1]), int(b[g2])))
+        if (lo << 16) + hi not in excluded:
+            pairs.append((int(g1), int(g2)))
+            if len(pairs) > 3:
+                break
+    return pairs
+
+
+def model_from_mjmodel(mj, path: str = "<mjcf>", ignore_contacts: bool = False,
+                       ignore_actuators: bool = False) -> Model:
+    """A Model from a compiled ``mujoco.MjModel``."""
+    import mujoco
+    O, D = mujoco.mjtObj, mujoco.mjtDisableBit
+    bnames = _names(mj, mujoco, O.mjOBJ_BODY, mj.nbody, "body")
+    jnames = _names(mj, mujoco, O.mjOBJ_JOINT, mj.njnt, "joint")
+    gnames = _names(mj, mujoco, O.mjOBJ_GEOM, mj.ngeom, "geom")
+
+    # what has no counterpart here
+    problems = []
+    if mj.neq:
+        problems.append(f"{mj.neq} equality constraints (closed loops and joint couplings are not supported yet; "
+                        "loops with cut joints are planned)")
+    if mj.ntendon:
+        problems.append(f"{mj.ntendon} tendons")
+    for what, arr in (("armature", mj.dof_armature), ("friction loss", mj.dof_frictionloss)):
+        bad = [jnames[mj.dof_jntid[i]] for i in np.flatnonzero(arr)]
+        if bad:
+            problems.append(f"{what} on joints {listing(dict.fromkeys(bad))} (set it to 0)")
+    if np.any(mj.body_gravcomp):
+        problems.append(f"gravity compensation on bodies {listing(bnames[i] for i in np.flatnonzero(mj.body_gravcomp))}")
+    if mj.opt.density or mj.opt.viscosity:
+        problems.append("fluid forces (option density / viscosity)")
+    springs_on = not mj.opt.disableflags & int(D.mjDSBL_SPRING)
+    dampers_on = not mj.opt.disableflags & int(D.mjDSBL_DAMPER)
+    for j in range(mj.njnt):
+        if mj.jnt_type[j] in (0, 1):
+            adr = mj.jnt_dofadr[j]
+            if (springs_on and mj.jnt_stiffness[j]) or (dampers_on and np.any(mj.dof_damping[adr:adr + 3 + 3 * (mj.jnt_type[j] == 0)])):
+                problems.append(f"stiffness or damping on the {JOINT_TYPES[mj.jnt_type[j]]} joint {jnames[j]!r} "
+                                "(only hinge and slide joints take them)")
+        if mj.jnt_type[j] == 0 and mj.body_parentid[mj.jnt_bodyid[j]] != 0:
+            problems.append(f"the free joint {jnames[j]!r} is not in a top-level body")
+    ignored = []
+    contacts = _contact_pairs(mj, mujoco)
+    if contacts:
+        g1, g2 = contacts[0]
+        text = f"contacts (geoms {gnames[g1]!r} and {gnames[g2]!r} can touch)"
+        (ignored if ignore_contacts else problems).append(text if ignore_contacts else text + ": there is no contact "
+                                                          "model; ignore_contacts=True (--ignore-contacts) simulates "
+                                                          "without them, or disable them in the file "
+                                                          "(<option><flag contact=\"disable\"/></option>)")
+    if mj.nu and not mj.opt.disableflags & int(D.mjDSBL_ACTUATION):
+        names = _names(mj, mujoco, O.mjOBJ_ACTUATOR, mj.nu, "actuator")
+        text = f"{mj.nu} actuators ({listing(names, 3)})"
+        (ignored if ignore_actuators else problems).append(text if ignore_actuators else text + ": actuators are not "
+                                                           "modelled; ignore_actuators=True (--ignore-actuators) "
+                                                           "simulates without them (joint forces can be added as "
+                                                           "joint_force elements)")
+    if problems:
+        raise ModelError("cannot be simulated as it is: " + "; ".join(problems), path)
+    if ignored:
+        warnings.warn(f"{path}: left out on request: {'; '.join(ignored)}", ModelWarning, stacklevel=3)
+
+    # bodies and joints, in MuJoCo's order (bodies depth first, joints in body order)
+    taken = {GROUND: 1, **{n: 1 for n in jnames}}
+    body_name = ["ground"] + [None] * (mj.nbody - 1)
+    for i in range(1, mj.nbody):
+        body_name[i] = unique_name(bnames[i] if bnames[i] not in taken else f"{bnames[i]}_body", taken)
+        taken[body_name[i]] = 1
+    for n in (*jnames, *body_name):
+        _name(n, path, "name", "name", printable=True)
+    anchor = {0: (GROUND, np.zeros(3), np.eye(3))}        # body id -> (our body, pose of its frame in it)
+    members: Dict[str, List[int]] = {}
+    bodies, joints, springs = [], [], []
+    qpos0 = np.asarray(mj.qpos0, float)
+    for i in range(1, mj.nbody):
+        par, ppos, prot = anchor[int(mj.body_parentid[i])]
+        pos = ppos + prot @ mj.body_pos[i]
+        rot = prot @ quat_to_rot(mj.body_quat[i])
+        ids = range(mj.body_jntadr[i], mj.body_jntadr[i] + mj.body_jntnum[i])
+        if not len(ids):                                   # welded: lumped into its parent
+            anchor[i] = (par, pos, rot)
+            members.setdefault(par, []).append(i)
+            continue
+        for k, j in enumerate(ids):
+            jt = JOINT_TYPES[int(mj.jnt_type[j])]
+            a, axis = np.asarray(mj.jnt_pos[j], float), np.asarray(mj.jnt_axis[j], float)
+            child = body_name[i] if k == len(ids) - 1 else unique_name(f"{body_name[i]}.{jnames[j]}", taken)
+            taken[child] = 1
+            q0 = qpos0[mj.jnt_qposadr[j]:mj.jnt_qposadr[j] + {"free": 7, "spherical": 4}.get(jt, 1)]
+            if jt == "free":                                # qpos: the body frame in the world
+                pf, cf = Placement(), Placement()
+            else:
+                fpos, frot = (pos + rot @ a, rot) if k == 0 else (a, np.eye(3))
+                if jt == "revolute":                        # our q = qpos: the frame absorbs ref = qpos0
+                    frot = frot @ rot_axis_angle(axis, -q0[0])
+                elif jt == "prismatic":
+                    fpos = fpos - frot @ axis * q0[0]
+                pf, cf = Placement(fpos, frot), Placement(a, np.eye(3))
+            joints.append(Joint(jnames[j], jt, par, child, pf, cf, axis=axis if jt in ("revolute", "prismatic")
+                                else None, q0=q0.copy()))
+            if k < len(ids) - 1:
+                bodies.append(Body(child, 0.0, np.zeros(3), np.zeros((3, 3))))
+            par = child
+            if jt in ("revolute", "prismatic"):
+                k_s = float(mj.jnt_stiffness[j]) if springs_on else 0.0
+                d_s = float(mj.dof_damping[mj.jnt_dofadr[j]]) if dampers_on else 0.0
+                if k_s or d_s:
+                    springs.append(JointSpringDamper(unique_name(f"{jnames[j]}.passive", taken), jnames[j], k_s, d_s,
+                                                     float(mj.qpos_spring[mj.jnt_qposadr[j]])))
+                    taken[springs[-1].name] = 1
+        anchor[i] = (body_name[i], np.zeros(3), np.eye(3))
+        members.setdefault(body_name[i], []).append(i)
+        bodies.append(Body(body_name[i], 0.0))             # mass properties below
+    if not joints:
+        raise ModelError("no joints: every body is welded to the world, nothing moves", path)
+    by_name = {b.name: b for b in bodies}
+    for name, ids in members.items():
+        if name == GROUND:
+            continue
+        parts = []
+        for i in ids:
+            _, pos, rot = anchor[i]
+            R = quat_to_rot(mj.body_iquat[i])
+            parts.append(moved(float(mj.body_mass[i]), mj.body_ipos[i], R @ np.diag(mj.body_inertia[i]) @ R.T, pos, rot))
+        m, c, J = lumped(parts)
+        b = by_name[name]
+        b.mass, b.com, b.inertia = m, c, J
+    gravity = np.zeros(3) if mj.opt.disableflags & int(D.mjDSBL_GRAVITY) else np.array(mj.opt.gravity, float)
+    model = Model(mujoco.mj_id2name(mj, O.mjOBJ_MODEL, 0) or os.path.splitext(os.path.basename(path))[0] or "mjcf",
+                  bodies, joints, gravity=gravity, springs=springs, source=path)
+    model.visuals = _visuals(mj, anchor, gnames)
+    return model
+
+
+def _visuals(mj, anchor, gnames) -> Dict[str, List[dict]]:
+    out: Dict[str, List[dict]] = {}
+    for g in range(mj.ngeom):
+        kind = GEOMS.get(int(mj.geom_type[g]))
+        if kind is None:
+            continue
+        body, pos, rot = anchor[int(mj.geom_bodyid[g])]
+        s = np.asarray(mj.geom_size[g], float)
+        size = {"sphere": [s[0]], "capsule": [s[0], 2 * s[1]], "cylinder": [s[0], 2 * s[1]], "box": list(2 * s)}[kind]
+        out.setdefault(body, []).append({"type": kind, "size": [float(x) for x in size], "name": gnames[g],
+                                         "pos": (pos + rot @ mj.geom_pos[g]).tolist(),
+                                         "rot": (rot @ quat_to_rot(mj.geom_quat[g])).tolist()})
+    return out

@@ -1,0 +1,113 @@
+"""Shared by the robot-file importers (urdf.py, mjcf.py) and the loader's dispatch: which kind of file a path
+holds, reading it within the size limit, parsing XML strictly (no recovery, no entities, no network), unique
+names, and the optional libraries imported lazily with an install hint."""
+from __future__ import annotations
+
+import os
+import re
+from typing import Dict, Iterable
+
+from .checks import LIMITS, ModelError, limits_text
+
+class ModelWarning(UserWarning):
+    """Something a robot file holds that the model leaves out (on request), or that an export format cannot hold."""
+
+
+KINDS = {"robot": "urdf", "mujoco": "mjcf"}          # XML root element -> importer
+EXTENSIONS = {".urdf": "urdf", ".mjcf": "mjcf"}
+EXTRAS = {"yourdfpy": "urdf", "mujoco": "mjcf", "lxml.etree": "urdf"}
+
+_PROLOGUE = re.compile(rb"\s*(<\?.*?\?>|<!--.*?-->|<!DOCTYPE[^>\[]*(\[.*?\])?\s*>)", re.S)
+_ROOT = re.compile(rb"\s*<([A-Za-z_][\w.:-]*)")
+
+
+def file_kind(path: str) -> str:
+    """'urdf', 'mjcf', 'yaml' or 'xml' (an XML file of another kind) from the extension, else from the content:
+    an XML root element <robot> is URDF, <mujoco> is MJCF."""
+    ext = os.path.splitext(path)[1].lower()
+    if ext in EXTENSIONS:
+        return EXTENSIONS[ext]
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(1 << 16)
+    except OSError:
+        return "yaml"                                # the YAML reader reports the file
+    tag = root_tag(head)
+    if tag is None:
+        return "xml" if ext == ".xml" else "yaml"
+    return KINDS.get(tag.split(":")[-1], "xml")
+
+
+def root_tag(head: bytes):
+    """The root element's name of an XML document (its first bytes), None if it does not look like XML."""
+    for bom in (b"\xef\xbb\xbf",):
+        if head.startswith(bom):
+            head = head[len(bom):]
+    pos = 0
+    while True:
+        m = _PROLOGUE.match(head, pos)
+        if not m:
+            break
+        pos = m.end()
+    m = _ROOT.match(head, pos)
+    return m.group(1).decode("ascii", "replace") if m else None
+
+
+def read_limited(path: str) -> bytes:
+    """The file's bytes, at most LIMITS['file_mb']; ModelError naming the file otherwise."""
+    limit = LIMITS["file_mb"] * 2 ** 20
+    try:
+        if os.path.isdir(path):
+            raise ModelError("cannot read: it is a folder", path)
+        with open(path, "rb") as fh:
+            data = fh.read(limit + 1)
+    except OSError as e:
+        raise ModelError(f"cannot read: {e.strerror or e}", path) from None
+    if len(data) > limit:
+        raise ModelError(f"file larger than {LIMITS['file_mb']} MB ({limits_text()})", path)
+    if not data.strip():
+        raise ModelError("empty file", path)
+    return data
+
+
+def parse_xml(data: bytes, path: str, what: str):
+    """The root element of a well-formed XML document; no entity expansion, no DTD, no network access."""
+    etree = require("lxml.etree", path)
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False,
+                             remove_comments=True)
+    try:
+        root = etree.fromstring(data, parser)
+    except etree.XMLSyntaxError as e:
+        line, col = (e.position if getattr(e, "position", None) else (getattr(e, "lineno", 0), 0))
+        msg = re.sub(r",? line \d+, column \d+$", "", " ".join(str(getattr(e, "msg", e)).split()))[:200]
+        raise ModelError(f"not a well-formed {what} file (XML): {msg} (line {line}, column {col})", path) from None
+    if root.getroottree().docinfo.doctype:
+        raise ModelError(f"a {what} file must not declare a DOCTYPE (entities are not expanded)", path)
+    return root
+
+
+def require(module: str, path: str = "<model>"):
+    """Import an optional library, or ModelError saying which extra installs it."""
+    import importlib
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        extra = EXTRAS.get(module, module)
+        raise ModelError(f"reading this file needs the '{module.split('.')[0]}' package: pip install \"mbgen[{extra}]\"",
+                         path) from None
+
+
+def unique_name(base: str, taken: Dict[str, object]) -> str:
+    """``base``, or ``base_2``, ``base_3``, ... whichever is not in ``taken``."""
+    if base not in taken:
+        return base
+    k = 2
+    while f"{base}_{k}" in taken:
+        k += 1
+    return f"{base}_{k}"
+
+
+def listing(items: Iterable[str], n: int = 5) -> str:
+    items = list(items)
+    text = ", ".join(repr(x) for x in items[:n])
+    return text + (f" and {len(items) - n} more" if len(items) > n else "")

@@ -1,0 +1,487 @@
+"""The model file format as a JSON Schema (draft 2020-12): one definition for the structural checks of model files,
+for editors (``mbgen schema``; the YAML language server) and for docs/model-format.md (``mbgen schema --markdown``).
+
+``check_schema(doc, source)`` validates a model file's top-level mapping with the jsonschema library before the
+loader builds the model: types, required and unknown keys, list lengths, joint and force kinds, the input limits.
+A failure is a ModelError naming the file, the field path (``joints[1].parent_frame.pos``) and what was
+expected. Value ranges (mass >= 0, E > 0, ...) are in the schema for editors but left to the semantic checks
+(checks.py, core.validate, beams.py), which word them with the element's name; so are cross-references (parents,
+children, joints of forces) and the tree.
+
+Numbers: JSON numbers, or strings that read as decimal numbers (YAML 1.1, which PyYAML follows, reads 4e-4
+without a dot as a string; the loader accepts it).
+"""
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+
+from .checks import LIMITS, ModelError, _short, limits_text
+from .core import FORCE_FUNCTIONS, JOINT_TYPES
+
+NUMERIC_STRING = r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$"
+INTEGER_STRING = r"^\s*[-+]?\d+(\.0*)?\s*$"
+RANGE_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")   # left to the semantic checks
+BEAM_JOINT_TYPES = ("revolute", "fixed", "translational", "pin", "planar_revolute", "clamp", "prismatic",
+                    "planar_translational", "slider")
+
+
+# a number, or a string that reads as one ("pattern" applies to strings only); inlined, not a $ref: the schema is
+# checked on every file, and jsonschema resolves references slowly
+NUMBER = {"type": ["number", "string"], "pattern": NUMERIC_STRING, "x-expected": "a number"}
+
+
+def _number(description=None, **ranges):
+    s = dict(NUMBER, **ranges)
+    if ranges:
+        s["x-expected"] = "a number " + ", ".join(
+            {"minimum": ">= {:g}", "exclusiveMinimum": "> {:g}", "maximum": "<= {:g}", "exclusiveMaximum": "< {:g}"}[k]
+            .format(v)
+            for k, v in ranges.items())
+    if description:
+        s["description"] = description
+    return s
+
+
+def _integer(description, **ranges):
+    s = _number(description, **ranges)
+    s.update(type=["integer", "string"], pattern=INTEGER_STRING, **{"x-expected": s["x-expected"].replace(
+        "a number", "an integer")})
+    return s
+
+
+def _vector(n, description=None, number=None):
+    s = {"type": "array", "items": number or NUMBER, "minItems": n, "maxItems": n,
+         "x-expected": f"a list of {n} numbers"}
+    if description:
+        s["description"] = description
+    return s
+
+
+MATRIX3 = {"type": "array", "minItems": 3, "maxItems": 3, "items": _vector(3),
+           "x-expected": "a 3x3 matrix (3 rows of 3 numbers)"}
+
+
+def _numbers(description, limit="table_points", min_items=0):
+    return {"type": "array", "items": NUMBER, "minItems": min_items,
+            "maxItems": LIMITS[limit], "x-limit": [limit, "points"],
+            "x-expected": f"a list of at least {min_items} numbers" if min_items else "a list of numbers",
+            "description": description}
+
+
+def _name(description):
+    return {"type": "string", "minLength": 1, "maxLength": LIMITS["name_length"], "x-limit": ["name_length", "name"],
+            "x-expected": "a name (a non-empty string)", "description": description}
+
+
+def _mapping(description, properties, required=(), nullable=False):
+    s = {"type": ["object", "null"] if nullable else "object", "properties": properties, "additionalProperties": False,
+         "x-expected": "a mapping" + (f" with {', '.join(required)}" if required else "") + (" (or null)" if nullable else ""),
+         "description": description}
+    if required:
+        s["required"] = list(required)
+    return s
+
+
+def _list(description, items, limit, what, nullable=False):
+    return {"type": ["array", "null"] if nullable else "array", "items": items, "maxItems": LIMITS[limit],
+            "x-limit": [limit, what], "x-expected": f"a list of {what}" + (" (or null)" if nullable else ""),
+            "description": description}
+
+
+def _coords(n, what):
+    """q0 / u0 of a joint with n coordinates: a list of n numbers (one number when n is 1), or null."""
+    if n == 1:
+        return {"anyOf": [NUMBER, _vector(1), {"type": "null"}],
+                "x-expected": "a number or a list of 1 number", "description": what}
+    return {"anyOf": [_vector(n), {"type": "null"}], "x-expected": f"a list of {n} numbers", "description": what}
+
+
+def _joint_kinds():
+    """if type == T then q0 has nq numbers and u0 nv numbers (JOINT_TYPES)."""
+    return [{"if": {"properties": {"type": {"const": t}}, "required": ["type"]},
+             "then": {"properties": {"q0": _coords(nq, f"{t}: {nq} coordinates"),
+                                     "u0": _coords(nv, f"{t}: {nv} velocities")}}}
+            for t, (nq, nv, *_rest) in JOINT_TYPES.items() if nq]
+
+
+def _frame(description):
+    return _mapping(description + "; pos plus at most one rotation (rpy, quat, matrix or axis_angle)", {
+        "pos": _vector(3, "position in the body frame [m]"),
+        "rpy": _vector(3, "roll, pitch, yaw [rad]"),
+        "quat": _vector(4, "quaternion w x y z (normalised on reading)"),
+        "matrix": dict(MATRIX3, description="3x3 rotation matrix, proper orthonormal"),
+        "axis_angle": _vector(4, "unit axis x y z and angle [rad]"),
+    }, nullable=True)
+
+
+def _time_function():
+    step = _mapping("value_before before t0, after from t0", {
+        "t0": _number("switching time [s]"), "before": _number("value before t0"),
+        "after": _number("value from t0 on")}, required=("after",))
+    table = _mapping("linear interpolation, held constant outside", {
+        "t": _numbers("times [s], increasing", min_items=2), "value": _numbers("values at t", min_items=2)},
+        required=("t", "value"))
+    sine = _mapping("offset + amplitude sin(2 pi frequency t + phase)", {
+        "amplitude": _number(), "frequency": _number("[Hz]"), "phase": _number("[rad]"), "offset": _number()})
+    return {"description": "a number (constant) or a mapping with one of " + ", ".join(FORCE_FUNCTIONS),
+            "x-expected": f"one of {FORCE_FUNCTIONS} (a mapping with one key) or a number",
+            "if": {"type": "object"},
+            "then": {"type": "object", "minProperties": 1, "maxProperties": 1,
+                     "propertyNames": {"enum": list(FORCE_FUNCTIONS)},
+                     "properties": {"constant": _number(), "sine": sine, "step": step, "table": table}},
+            "else": NUMBER}
+
+
+def _forces():
+    name = _name("force name (unique among bodies, joints and forces)")
+    per_coord = {"anyOf": [NUMBER, {"type": "array", "items": NUMBER}],
+                 "x-expected": "a number or a list of numbers (one per coordinate)"}
+    kinds = {
+        "joint_spring_damper": {"name": name, "type": {"const": "joint_spring_damper"},
+                                "joint": _name("the joint (scalar coordinates)"),
+                                "stiffness": dict(per_coord, description="[N/m or N m/rad] per coordinate"),
+                                "damping": dict(per_coord, description="[N s/m or N m s/rad] per coordinate"),
+                                "q_ref": dict(per_coord, description="rest position per coordinate")},
+        "point_spring_damper": {"name": name, "type": {"const": "point_spring_damper"},
+                                "body_a": _name("a body or ground"), "point_a": _vector(3, "in body_a's frame [m]"),
+                                "body_b": _name("a body or ground"), "point_b": _vector(3, "in body_b's frame [m]"),
+                                "stiffness": _number("[N/m]", minimum=0), "damping": _number("[N s/m]", minimum=0),
+                                "length": _number("free length [m]", minimum=0)},
+        "joint_force": {"name": name, "type": {"const": "joint_force"}, "joint": _name("the joint"),
+                        "dof": _integer("index of the joint's velocity coordinate", minimum=0),
+                        "value": _time_function()},
+    }
+    needs = {"joint_spring_damper": ["joint"], "point_spring_damper": ["body_a", "body_b"], "joint_force": ["joint"]}
+    return {"type": "object", "required": ["name", "type"], "x-expected": "a mapping with name and type",
+            "description": "a force element: " + ", ".join(kinds),
+            "properties": {"name": name, "type": {"enum": list(kinds), "x-unknown": "force type",
+                                                  "x-expected": f"a force type (one of {', '.join(kinds)})"}},
+            "allOf": [{"if": {"properties": {"type": {"const": k}}, "required": ["type"]},
+                       "then": {"properties": p, "additionalProperties": False, "required": needs[k]}}
+                      for k, p in kinds.items()]}
+
+
+def _simulation():
+    return _mapping("how the model is meant to be run; each key optional, the command line overrides it", {
+        "integrator": {"enum": ["rk4", "dopri5", "hht"], "x-expected": "one of rk4, dopri5, hht",
+                       "description": "hht: flexible-beam models only"},
+        "dt": _number("sample interval (and rk4 / hht step) [s]", exclusiveMinimum=0),
+        "t_end": _number("end time [s]", exclusiveMinimum=0),
+        "substeps": _integer("rk4 / hht steps per sample", minimum=1),
+        "rtol": _number("dopri5 relative tolerance", minimum=1e-14),
+        "atol": _number("dopri5 absolute tolerance", exclusiveMinimum=0),
+        "hht_alpha": _number("HHT alpha", minimum=-1 / 3, maximum=0),
+        "check_energy": {"anyOf": [NUMBER, {"type": "null"}, {"const": False}],
+                         "x-expected": "a positive tolerance, null or false",
+                         "description": "fail the run (exit 4) above this relative energy error; null: off"},
+    }, nullable=True)
+
+
+def _rigid():
+    body = _mapping("a rigid body", {
+        "name": _name("body name (unique; not 'ground')"),
+        "mass": _number("[kg]; 0 for a massless link", minimum=0),
+        "com": _vector(3, "centre of mass in the body frame [m] (default 0 0 0)"),
+        "inertia": {"anyOf": [_vector(3), _vector(6), MATRIX3],
+                    "x-expected": "a 3x3 matrix (or 3 principal / 6 unique entries)",
+                    "description": "about the centre of mass, body frame [kg m^2]: 3x3, 3 principal moments, or "
+                                   "ixx iyy izz ixy ixz iyz (default identity)"},
+    }, required=("name", "mass"))
+    joint = _mapping("a joint: parent (a body or ground) to child", {
+        "name": _name("joint name (unique)"),
+        "type": {"enum": list(JOINT_TYPES), "x-unknown": "joint type", "description": "see the table below",
+                 "x-expected": f"a joint type (one of {', '.join(JOINT_TYPES)})"},
+        "parent": _name("a body or ground"), "child": _name("a body"),
+        "parent_frame": _frame("joint frame in the parent body frame"),
+        "child_frame": _frame("joint frame in the child body frame"),
+        "axis": {"anyOf": [_vector(3), {"type": "null"}], "x-expected": "a list of 3 numbers",
+                 "description": "joint axis in the joint frame (revolute, prismatic, cylindrical, universal; planar: "
+                                "the plane's normal); default 0 0 1"},
+        "axis2": {"anyOf": [_vector(3), {"type": "null"}], "x-expected": "a list of 3 numbers",
+                  "description": "universal: second axis, perpendicular to axis"},
+        "q0": {"description": "initial coordinates (see the joint table)"},
+        "u0": {"description": "initial velocities"},
+    }, required=("name", "type", "parent", "child"))
+    joint["allOf"] = _joint_kinds()
+    return _mapping("a tree of rigid bodies", {
+        "name": _name("model name (default: the file name)"),
+        "gravity": _vector(3, "[m/s^2] (default 0 -9.81 0)"),
+        "bodies": _list("the rigid bodies", body, "bodies", "bodies"),
+        "joints": _list("one joint per body; together a tree rooted at ground", joint, "bodies", "joints"),
+        "forces": _list("force elements", _forces(), "forces", "force elements", nullable=True),
+        "simulation": {"$ref": "#/$defs/simulation", "description": "simulation settings (below)"},
+    }, required=("bodies", "joints"))
+
+
+def _beams():
+    beam = _mapping("a planar ANCF beam of equal elements", {
+        "name": _name("beam name (unique; not 'ground')"), "length": _number("[m]", exclusiveMinimum=0),
+        "elements": _integer("number of elements", minimum=1), "E": _number("Young's modulus [Pa]", exclusiveMinimum=0),
+        "A": _number("cross-section area [m^2]", exclusiveMinimum=0),
+        "I": _number("second moment of area [m^4]", exclusiveMinimum=0),
+        "rho": _number("density [kg/m^3]", exclusiveMinimum=0),
+        "angle": _number("initial direction [rad] (default: initial.angle)"),
+    }, required=("name", "length", "elements", "E", "A", "I", "rho"))
+    vec2 = {"type": "array", "items": NUMBER, "minItems": 2, "maxItems": 3,
+            "x-expected": "a list of 2 numbers"}
+    joint = _mapping("the inboard joint of a beam (at the parent's tip, or at a ground point)", {
+        "name": _name("joint name (default jointK)"),
+        "type": {"enum": list(BEAM_JOINT_TYPES), "x-unknown": "joint type",
+                 "description": "revolute (alias pin, planar_revolute): shared position; fixed (clamp): shared "
+                                "position and slope; translational (prismatic, slider, planar_translational)",
+                 "x-expected": f"a joint type (one of {', '.join(BEAM_JOINT_TYPES)})"},
+        "parent": _name("a beam or ground"), "child": _name("a beam"),
+        "at": dict(vec2, description="ground point [m] (parent ground only)"),
+        "axis": dict(vec2, description="translational: sliding direction (world)"),
+        "q0": _number("translational: initial slide [m]"),
+    }, required=("type", "parent", "child"))
+    load = _mapping("a constant force on a beam", {
+        "name": _name("load name"), "beam": _name("the beam"), "s": _number("arc length from the beam's first node [m]"),
+        "force": dict(vec2, description="[N], world frame")}, required=("beam", "force"))
+    return _mapping("planar flexible beams (rancf)", {
+        "name": _name("model name (default: the file name)"),
+        "gravity": dict(vec2, description="[m/s^2] (default 0 -9.81); 3 components with z = 0 accepted"),
+        "initial": _mapping("initial configuration: straight beams at rest", {
+            "angle": _number("default direction of every beam [rad]"),
+            "at_rest": {"const": True, "x-expected": "true"}}, nullable=True),
+        "beams": _list("the beams", beam, "bodies", "beams"),
+        "joints": _list("one inboard joint per beam; a tree rooted at ground", joint, "bodies", "joints"),
+        "loads": _list("constant forces", load, "forces", "loads", nullable=True),
+        "simulation": {"$ref": "#/$defs/simulation", "description": "simulation settings (below)"},
+    }, required=("beams", "joints"))
+
+
+@lru_cache(maxsize=1)
+def model_schema() -> dict:
+    """The JSON Schema of model files (YAML or JSON): a rigid-body tree, or flexible beams when ``beams`` is given."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "mbgen model file",
+        "description": "A multibody model for mbgen: a tree of rigid bodies (bodies, joints, forces) or planar "
+                       "flexible beams (beams, joints, loads), with optional simulation settings. SI units.",
+        "type": "object", "x-expected": "a mapping",
+        "if": {"required": ["beams"]},
+        "then": {"$ref": "#/$defs/beam_model"},
+        "else": {"$ref": "#/$defs/rigid_model"},
+        "$defs": {
+            "simulation": _simulation(),
+            "rigid_model": _rigid(),
+            "beam_model": _beams(),
+        },
+    }
+
+
+def schema_json() -> str:
+    return json.dumps(model_schema(), indent=1) + "\n"
+
+
+# ---------------------------------------------------------------- validation with messages of the model layer
+
+def _field(path) -> str:
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "<top level>"
+
+
+def _order(doc, path):
+    """Document order of a path (list positions, mapping key positions): the first fault in the file first."""
+    key, cur = [], doc
+    for p in path:
+        if isinstance(cur, dict):
+            keys = list(cur)
+            key.append(keys.index(p) if p in cur else len(keys))
+            cur = cur.get(p)
+        elif isinstance(cur, list) and isinstance(p, int) and p < len(cur):
+            key.append(p)
+            cur = cur[p]
+        else:
+            key.append(0)
+    return key
+
+
+def _leaf(err):
+    """For anyOf / oneOf: the most telling error of the alternatives (deeper than the value itself, from the
+    alternative with the fewest faults), or None when the value itself is the wrong kind."""
+    if err.validator not in ("anyOf", "oneOf") or not err.context:
+        return None
+    groups = {}
+    for e in err.context:
+        groups.setdefault(e.schema_path[0], []).append(e)
+    best = min(groups.values(), key=lambda es: (len(es), -max(len(e.relative_path) for e in es)))
+    deep = [e for e in best if len(e.relative_path) > 0]
+    if not deep:
+        return None
+    e = min(deep, key=lambda e: list(e.relative_path))
+    return _leaf(e) or e
+
+
+def _at(doc, path):
+    for p in path:
+        doc = doc[p]
+    return doc
+
+
+def _message(err, doc):
+    """(field path, message) of a jsonschema error, worded as the model layer words its errors."""
+    leaf = _leaf(err)
+    if leaf is not None:
+        err = leaf
+    path, s, v = list(err.absolute_path), err.schema, err.instance
+    if err.validator == "required":
+        missing = [k for k in err.validator_value if not isinstance(v, dict) or k not in v]
+        return _field(path + missing[:1]), "missing"
+    if err.validator == "additionalProperties":
+        allowed = sorted(s.get("properties", {}))
+        unknown = sorted((k for k in v if k not in allowed), key=lambda k: (not isinstance(k, str), str(k)))
+        return _field(path), f"unknown keys {_short(unknown)} (allowed: {allowed})"
+    if err.validator in ("maxItems", "maxLength") and "x-limit" in s:
+        key, what = s["x-limit"]
+        if key == "name_length":
+            return _field(path), f"a name is at most {LIMITS[key]} characters, got {len(v):,} ({limits_text()})"
+        return _field(path), f"{len(v):,} {what} exceed the limit of {LIMITS[key]:,} ({limits_text()})"
+    if "propertyNames" in err.schema_path or err.validator in ("minProperties", "maxProperties"):
+        return _field(path), f"expected one of {FORCE_FUNCTIONS} (a mapping with one key) or a number, got " \
+                             f"{_short(_at(doc, path))}"
+    if err.validator == "enum" and "x-unknown" in s and isinstance(v, str):
+        return _field(path), f"unknown {s['x-unknown']} {_short(v)} (known: {', '.join(s['enum'])})"
+    return _field(path), f"expected {s.get('x-expected') or err.message}, got {_short(v)}"
+
+
+_NOTES = {"x-expected", "x-unknown", "description", "x-limit"} | set(RANGE_KEYWORDS)
+_PLAIN = {"type", "pattern", "minLength", "maxLength", "enum", "const"} | _NOTES
+_ARRAY = {"type", "items", "minItems", "maxItems"} | _NOTES
+_TYPES = {int: ("number", "integer"), float: ("number",), str: ("string",), bool: ("boolean",),
+          type(None): ("null",), list: ("array",), dict: ("object",)}
+
+
+_KINDS = {}            # id(subschema) -> its classification for _decide (the schema is built once per process)
+
+
+def _kind(schema):
+    k = _KINDS.get(id(schema))
+    if k is None:
+        keys = schema.keys()
+        props = schema.get("properties", {})
+        types = schema.get("type", ())
+        types = (types,) if isinstance(types, str) else tuple(types)
+        if keys <= _NOTES:
+            k = ("any",)
+        elif "anyOf" in schema and keys <= {"anyOf"} | _NOTES:
+            k = ("anyOf", schema["anyOf"])
+        elif keys and keys <= {"properties", "required"} and all(p.keys() <= {"const"} for p in props.values()):
+            k = ("test", tuple(schema.get("required", ())), {n: p["const"] for n, p in props.items()})
+        elif keys <= _ARRAY and "array" in types:
+            k = ("array", schema.get("minItems", 0), schema.get("maxItems", 1 << 62), schema.get("items"))
+        elif keys <= _PLAIN:
+            k = ("plain", types, schema)
+        else:
+            k = ("other",)
+        _KINDS[id(schema)] = k
+    return k
+
+
+def _decide(schema, v):
+    """True / False when the fast path knows whether ``v`` satisfies ``schema`` (value ranges aside: they are not
+    reported here), None when the full validation must decide. Covers what a model file is mostly made of:
+    numbers, names, numeric vectors and matrices, nulls, and the joint-type tests of the if/then rules."""
+    k = _kind(schema)
+    tag, t = k[0], type(v)
+    if tag == "any":
+        return True
+    if tag == "plain":
+        types, s = k[1], k[2]
+        if t is float or t is int:
+            if "number" in types or ("integer" in types and (t is int or v.is_integer())):
+                return "const" not in s and "enum" not in s or None
+            return False if types else None
+        if types and not any(n in types for n in _TYPES.get(t, ())):
+            return False
+        if "const" in s and (v != s["const"] or type(v) is not type(s["const"])):
+            return False
+        if "enum" in s and not any(v == e and type(v) is type(e) for e in s["enum"]):
+            return False
+        if t is str:
+            if not s.get("minLength", 0) <= len(v) <= s.get("maxLength", len(v)):
+                return False
+            if "pattern" in s and not re.search(s["pattern"], v):
+                return False
+        return True
+    if tag == "array":
+        if t is not list:
+            return False
+        if not k[1] <= len(v) <= k[2]:
+            return False
+        if k[3] is None:
+            return True
+        for x in v:
+            r = _decide(k[3], x)
+            if r is not True:
+                return r
+        return True
+    if tag == "anyOf":
+        results = [_decide(alt, v) for alt in k[1]]
+        return True if True in results else (False if all(r is False for r in results) else None)
+    if tag == "test":
+        if t is not dict:
+            return True
+        return all(n in v for n in k[1]) and all(v[n] == c for n, c in k[2].items() if n in v)
+    return None
+
+
+@lru_cache(maxsize=1)
+def _validator():
+    """Draft 2020-12 whose "properties", "items" and "if" skip what _decide() settles (jsonschema spends ~15 us on
+    each value it descends into, and a model file is mostly numbers); everything else is validated in full."""
+    from jsonschema import Draft202012Validator, validators
+    base = Draft202012Validator.VALIDATORS
+
+    def properties(validator, props, instance, schema):
+        if not validator.is_type(instance, "object"):
+            return
+        for p, sub in props.items():
+            if p in instance and _decide(sub, instance[p]) is not True:
+                yield from validator.descend(instance[p], sub, path=p, schema_path=p)
+
+    def items(validator, sub, instance, schema):
+        if validator.is_type(instance, "array") and all(_decide(sub, x) is True for x in instance):
+            return
+        yield from base["items"](validator, sub, instance, schema)
+
+    def if_(validator, if_schema, instance, schema):
+        ok = _decide(if_schema, instance)
+        if ok is None:
+            ok = validator.evolve(schema=if_schema).is_valid(instance)
+        branch = "then" if ok else "else"
+        if branch in schema:
+            yield from validator.descend(instance, schema[branch], schema_path=branch)
+
+    schema = model_schema()
+    Draft202012Validator.check_schema(schema)
+    Fast = validators.extend(Draft202012Validator, {"properties": properties, "items": items, "if": if_})
+    return Fast(schema)
+
+
+def _over_limits(doc) -> bool:
+    """Lists above the input limits: the loader refuses them with their own message before any item is read."""
+    for key, limit in (("bodies", "bodies"), ("beams", "bodies"), ("joints", "bodies"), ("forces", "forces"),
+                       ("loads", "forces")):
+        v = doc.get(key)
+        if isinstance(v, list) and len(v) > LIMITS[limit]:
+            return True
+    return False
+
+
+def check_schema(doc, source: str) -> None:
+    """ModelError (file, field path, what was expected) for the first structural fault of a model file's
+    top-level mapping, in document order; value ranges and cross-references are checked later."""
+    if not isinstance(doc, dict) or _over_limits(doc):
+        return
+    errors = [e for e in _validator().iter_errors(doc) if e.validator not in RANGE_KEYWORDS]
+    if not errors:
+        return
+    first = min(errors, key=lambda e: (_order(doc, list(e.absolute_path)), e.validator == "additionalProperties"))
+    field, message = _message(first, doc)
+    raise ModelError(message, source, field)

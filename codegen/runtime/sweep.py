@@ -1,0 +1,267 @@
+"""Parameter sweeps on Dask: one build, every combination of parameters a task, results stacked per run.
+
+    res = codegen.sweep(model, {"bodies.link1.mass": np.linspace(1, 2, 11), "gravity.1": [-9.81, -1.62]},
+                        t_end=2.0, dt=1e-3, workers=2, out="sweep.npz")
+    res["q"]             # runs x nt x nq, runs in grid order (the last path varies fastest)
+    res["param_values"]  # runs x n_params, columns named by res["param_names"]
+
+The kernel is built (or found in the cache) once in the calling process. Each Dask worker thread loads it once,
+keeps the System for the build key, and per task only sets the numbers (System.update_model: same topology)
+and integrates; the compiled integrators release the GIL. Workers: a dask.distributed LocalCluster on this
+machine (``workers`` processes, one thread each; ``processes=False``: threads of this process), an existing
+scheduler (``scheduler="tcp://host:8786"``: the workers need mbgen installed, and a C compiler unless they
+share the build cache folder), or a ``client`` you pass. Results go to memory and ``out=*.npz``, or straight
+to a Zarr store (``out=*.zarr``) one run at a time, for sweeps larger than memory.
+
+A run that diverges keeps its samples up to the failure (NaN after it); ``ok`` is False for it and
+``error`` holds the message.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+from typing import Optional, Sequence
+
+import numpy as np
+
+from .params import ParamError, grid, with_params
+from .result import atomic_write
+
+SWEEP_EXTRA = "pip install 'mbgen[sweep]' (dask[distributed], zarr)"
+NAME_ARRAYS = ("coord_names", "velocity_names", "body_names", "joint_names", "node_names")
+_LOCAL = threading.local()            # per worker thread: build key -> System
+
+
+def _worker_system(model, spec):
+    """The System of this worker thread for the build key: loaded once per thread, not per task."""
+    from .system import build
+    systems = _LOCAL.__dict__.setdefault("systems", {})
+    s = systems.get(spec["key"])
+    loaded = s is None
+    if loaded:
+        s = build(model, spec["algorithm"], cache_dir=spec["cache_dir"], **spec["options"])
+        systems[spec["key"]] = s
+    return s, loaded
+
+
+def run_task(model, spec, names, values, index, sim, fields):
+    """One run on a worker: set the numbers, integrate, return the per-sample arrays (a plain dict)."""
+    from .integrate import SimulationDiverged
+    s, loaded = _worker_system(model, spec)
+    m = with_params(model, names, values)
+    s.update_model(m)
+    t0 = time.perf_counter()
+    error = ""
+    try:
+        res = s.simulate(**sim, keep_partial=True)
+        if res.meta.get("partial"):
+            error = res.meta["diverged"]
+    except SimulationDiverged as e:               # diverged before the first sample
+        res, error = None, str(e)
+    wall = time.perf_counter() - t0
+    arrays = {}
+    if res is not None:
+        arrays = {k: v for k, v in res.arrays().items() if k in fields}
+    return {"index": index, "arrays": arrays, "error": error, "wall": wall, "loaded": loaded,
+            "worker": f"{os.getpid()}:{threading.get_ident()}"}
+
+
+def _time_series(result, nt):
+    """Names and arrays of a Result that have one row per sample (q, u, body_com, energies, ...)."""
+    return {k: v for k, v in result.arrays().items()
+            if isinstance(v, np.ndarray) and v.ndim >= 1 and v.shape[0] == nt and k != "t" and v.dtype.kind == "f"}
+
+
+class _Store:
+    """Where the stacked arrays go: memory (and an NPZ at the end) or a Zarr group written run by run."""
+
+    def __init__(self, out, runs, template, meta):
+        self.out, self.runs = out, runs
+        self.zarr = out is not None and os.fspath(out).rstrip("/").endswith(".zarr")
+        shapes = {k: (runs,) + v.shape for k, v in template.items()}
+        if self.zarr:
+            try:
+                import zarr
+            except ImportError:
+                raise ValueError(f"Zarr output needs zarr: {SWEEP_EXTRA}") from None
+            self.final = os.path.abspath(os.fspath(out).rstrip("/"))
+            if os.path.lexists(self.final) and not _is_zarr(self.final):
+                raise ValueError(f"{out}: exists and is not a Zarr store; not replaced")
+            os.makedirs(os.path.dirname(self.final), exist_ok=True)
+            self.tmp = tempfile.mkdtemp(prefix=".tmp.", suffix=".zarr", dir=os.path.dirname(self.final))
+            self.group = zarr.open_group(self.tmp, mode="w")
+            create = getattr(self.group, "create_array", None) or self.group.create_dataset
+            self.arrays = {k: create(k, shape=sh, chunks=(1,) + sh[1:], dtype="f8", fill_value=np.nan)
+                           for k, sh in shapes.items()}
+        else:
+            self.arrays = {k: np.full(sh, np.nan) for k, sh in shapes.items()}
+        self.meta = meta
+
+    def put(self, index, arrays):
+        for k, v in arrays.items():
+            if k in self.arrays:
+                n = v.shape[0]                                 # a diverged run: fewer samples, NaN after
+                if n == self.arrays[k].shape[1]:
+                    self.arrays[k][index] = v
+                else:
+                    row = np.full(self.arrays[k].shape[1:], np.nan)
+                    row[:n] = v
+                    self.arrays[k][index] = row
+
+    def finish(self, extra: dict) -> dict:
+        """extra: small arrays (t, names, param values, ok, error, wall_time) and meta."""
+        if self.zarr:
+            create = getattr(self.group, "create_array", None) or self.group.create_dataset
+            for k, v in extra.items():
+                v = np.asarray(v)
+                if v.dtype.kind in "US":
+                    self.group.attrs[k] = v.tolist()
+                else:
+                    a = create(k, shape=v.shape, dtype=v.dtype)
+                    a[...] = v
+            self.group.attrs["meta"] = self.meta
+            if os.path.lexists(self.final):
+                shutil.rmtree(self.final)
+            os.replace(self.tmp, self.final)
+            return load_sweep(self.final)
+        d = dict(self.arrays)
+        d.update({k: np.asarray(v) for k, v in extra.items()})
+        d["meta"] = np.array(json.dumps(self.meta))
+        if self.out is not None:
+            atomic_write(os.fspath(self.out), lambda fh: np.savez_compressed(fh, **d))
+        d["meta"] = self.meta
+        return d
+
+    def abort(self):
+        if self.zarr and os.path.isdir(self.tmp):
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _plain(x):
+    """JSON for numpy scalars and arrays in the metadata."""
+    return x.tolist() if isinstance(x, (np.ndarray, np.generic)) else str(x)
+
+
+def _is_zarr(path):
+    return os.path.isdir(path) and any(os.path.exists(os.path.join(path, f)) for f in ("zarr.json", ".zgroup"))
+
+
+def load_sweep(path) -> dict:
+    """The arrays of a sweep file: an NPZ (numpy arrays) or a Zarr store (zarr arrays, read on access; the
+    names and meta from its attributes)."""
+    path = os.fspath(path)
+    if path.rstrip("/").endswith(".zarr"):
+        import zarr
+        g = zarr.open_group(path, mode="r")
+        d = {k: g[k] for k in g.array_keys()}
+        for k, v in g.attrs.items():
+            d[k] = v if k == "meta" else np.array(v)
+        return d
+    with np.load(path, allow_pickle=False) as z:
+        d = {k: z[k] for k in z.files}
+    d["meta"] = json.loads(str(d["meta"]))
+    return d
+
+
+def connect(client=None, scheduler=None, workers=None, processes=True):
+    """(client, things to close): the given client, one connected to ``scheduler`` (within dask's
+    distributed.comm.timeouts.connect), or a new LocalCluster of ``workers`` (default: CPUs) one-thread workers."""
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise ValueError(f"sweeps run on Dask: {SWEEP_EXTRA}") from None
+    if client is not None:
+        return client, []
+    if scheduler:
+        try:
+            c = Client(scheduler)
+        except (OSError, TimeoutError) as e:
+            raise ValueError(f"--scheduler {scheduler}: cannot connect ({e})") from None
+        return c, [c]
+    n = workers or max(1, os.cpu_count() or 1)
+    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=processes, dashboard_address=None)
+    c = Client(cluster)
+    return c, [c, cluster]
+
+
+def sweep(model, params, t_end: float, dt: float, integrator: Optional[str] = None, algorithm: Optional[str] = None,
+          ref_point: Optional[str] = None, options: Optional[dict] = None, cache_dir=None, out=None,
+          workers: Optional[int] = None,
+          scheduler: Optional[str] = None, client=None, processes: bool = True, fields: Optional[Sequence[str]] = None,
+          progress: bool = False, **sim_options) -> dict:
+    """Simulate ``model`` for every combination of ``params`` on Dask and stack the results.
+
+    params: {path: values} (the grid of all combinations) or a list of {path: value} (one run each); paths
+    such as ``bodies.link1.mass``, ``joints.j1.q0``, ``forces.damper.stiffness``, ``gravity.1`` (see
+    codegen/runtime/params.py). algorithm, ref_point, options (e.g. {"form": "general"} for cfa): the build, as
+    for codegen.build. sim_options go to System.simulate (rtol, atol, substeps, alpha, ...).
+    fields: which per-sample arrays to keep (default: all of them: q, u, body_com, body_quat, energies, and
+    the model's extras such as joint_pos). Returns a dict: t, each field (runs x nt x ...), param_names,
+    param_values (runs x n_params), ok, error, wall_time (per run), the name arrays and meta; with
+    out=*.npz also written there, with out=*.zarr written to the store (and the dict reads from it).
+    """
+    from .integrate import start_state
+    from .system import build
+    names, values = grid(params)
+    for row in values:                     # every combination checked before anything is built or started
+        with_params(model, names, row)
+    t_start = time.perf_counter()
+    system = build(model, algorithm, ref_point=ref_point, cache_dir=cache_dir, **(options or {}))
+    spec = {"key": system.build_info["key"], "algorithm": system.algorithm, "options": dict(system.options),
+            "cache_dir": cache_dir}
+    sim = dict(t_end=t_end, dt=dt, integrator=integrator, **sim_options)
+    probe = system.simulate(**dict(sim, t_end=dt))           # two samples: the arrays a run returns, and a check
+    ts = start_state(system, t_end, dt)[1]
+    nt = len(ts)
+    series = _time_series(probe, len(probe.t))
+    if fields is not None:
+        unknown = sorted(set(fields) - set(series))
+        if unknown:
+            raise ValueError(f"fields {', '.join(unknown)}: not in the results (there are: {', '.join(sorted(series))})")
+        series = {k: v for k, v in series.items() if k in fields}
+    template = {k: np.zeros((nt,) + v.shape[1:]) for k, v in series.items()}
+    runs = len(values)
+    meta = {"model": getattr(model, "source", None), "model_name": model.name, "algorithm": system.algorithm,
+            "options": system.options, "build_key": spec["key"], "t_end": t_end, "dt": dt,
+            "integrator": probe.meta["integrator"], "sim_options": dict(sim_options),
+            "runs": runs, "param_names": names, "scheduler": scheduler or "LocalCluster"}
+    meta = json.loads(json.dumps(meta, default=_plain))
+    store = _Store(out, runs, template, meta)
+    c, close = None, []
+    try:
+        c, close = connect(client, scheduler, workers, processes)
+        meta["workers"] = len(c.scheduler_info().get("workers", {}))
+        fut_model = c.scatter(model, broadcast=True)
+        task_sim = dict(sim, integrator=meta["integrator"])
+        futures = [c.submit(run_task, fut_model, spec, names, values[k].tolist(), k, task_sim, tuple(template),
+                            pure=False) for k in range(runs)]
+        from dask.distributed import as_completed
+        from tqdm import tqdm
+        ok, err, wall, loads = np.ones(runs, bool), [""] * runs, np.zeros(runs), {}
+        with tqdm(total=runs, desc=f"sweep {model.name}", unit="run", disable=not progress) as bar:
+            for f in as_completed(futures):
+                r = f.result()
+                store.put(r["index"], r["arrays"])
+                k = r["index"]
+                ok[k], err[k], wall[k] = not r["error"], r["error"], r["wall"]
+                loads[r["worker"]] = loads.get(r["worker"], 0) + int(r["loaded"])
+                f.release()
+                bar.update(1)
+        meta.update(wall_time_s=time.perf_counter() - t_start, kernel_loads=loads, failed=int((~ok).sum()))
+        extra = {"t": ts, "param_names": np.array(names, dtype=str),
+                 "param_values": values, "ok": ok, "error": np.array(err, dtype=str), "wall_time": wall}
+        extra.update({k: np.asarray(v) for k, v in probe.arrays().items() if k in NAME_ARRAYS})
+        return store.finish(extra)
+    except BaseException:
+        store.abort()
+        raise
+    finally:
+        for x in close:
+            x.close()
+
+
+__all__ = ["ParamError", "connect", "load_sweep", "run_task", "sweep"]

@@ -1,0 +1,119 @@
+"""Animations: decoded frames show the model (not blank), sticks sit on the joint points, planar models are drawn
+in 2-D and others in 3-D, beams follow their shape functions; the CLI writes MP4 and GIF and refuses bad input."""
+import numpy as np
+import pytest
+
+import codegen
+from codegen.cli import main
+from codegen.runtime.animate import _plane, _rotate, _Scene, animate, element_curves
+from support.systems import EXAMPLES, get_system
+
+imageio = pytest.importorskip("imageio.v2")
+pytest.importorskip("imageio_ffmpeg")
+
+
+@pytest.fixture(scope="module")
+def m1():
+    return get_system(codegen.load_model(EXAMPLES / "balance_pendulum.yaml")).simulate(0.3, 0.01)
+
+
+@pytest.fixture(scope="module")
+def arm7():
+    return get_system(codegen.load_model(EXAMPLES / "arm7.yaml")).simulate(0.2, 0.01, substeps=10)
+
+
+def _video(path):
+    with imageio.get_reader(path, format="FFMPEG") as r:
+        return [f for f in r.iter_data()]
+
+
+def _ink(frame):
+    """Pixels of the drawn sticks (matplotlib's tab:blue, 31 119 180: blue well above red; the axes, text and
+    background are grey) and the frame's contrast."""
+    f = frame[..., :3].astype(int)
+    return int((f[..., 2] - f[..., 0] > 60).sum()), f.std()
+
+
+@pytest.mark.parametrize("suffix", [".mp4", ".gif"])
+def test_frames_decode_and_show_the_model(m1, tmp_path, suffix):
+    path = animate(m1, tmp_path / f"m1{suffix}", every=10, size=(240, 176), fps=10)
+    frames = list(imageio.mimread(path, memtest=False)) if suffix == ".gif" else _video(path)
+    assert len(frames) == 4                                     # samples 0, 10, 20, 30
+    assert frames[0].shape[:2] == (176, 240)
+    for f in frames:
+        blue, contrast = _ink(f)
+        assert blue > 100 and contrast > 20, (blue, contrast)  # 4 sticks drawn, not a blank or uniform frame
+    assert np.abs(frames[0].astype(int) - frames[-1].astype(int)).sum() > 0     # the model moves
+
+
+def test_joint_points_agree_from_both_sides(arm7):
+    """joint_pos is computed from the child body; the parent body's frame must put the joint point there too."""
+    m = codegen.load_model(EXAMPLES / "arm7.yaml")
+    names = arm7.body_names
+    body = {b.name: b for b in m.bodies}
+    J, C, Q = arm7.extra["joint_pos"], arm7.body_com, arm7.body_quat
+    assert list(arm7.extra["joint_names"]) == [j.name for j in m.joints]
+    checked = 0
+    for k, j in enumerate(m.joints):
+        if j.parent == "ground":
+            assert np.allclose(J[:, k], j.parent_frame.pos, atol=1e-12)
+            continue
+        p = names.index(j.parent)
+        origin = C[:, p] - _rotate(Q[:, p], np.broadcast_to(body[j.parent].com, C[:, p].shape))
+        assert np.allclose(J[:, k], origin + _rotate(Q[:, p], np.broadcast_to(j.parent_frame.pos, C[:, p].shape)),
+                           atol=1e-10)
+        checked += 1
+    assert checked == 6
+
+
+def test_planar_models_in_2d_others_in_3d(m1, arm7):
+    assert _Scene(m1.arrays(), np.arange(3)).dim == 2
+    assert _Scene(m1.arrays(), np.arange(3)).labels == ("x", "y")
+    assert _Scene(arm7.arrays(), np.arange(3)).dim == 3
+    tilted = np.random.default_rng(1).normal(size=(50, 2)) @ np.array([[1.0, 2, 3], [0, 1, -1]])
+    labels, proj = _plane(tilted)
+    assert labels == ("u", "v") and np.allclose(proj @ np.cross([1.0, 2, 3], [0, 1, -1]), 0, atol=1e-9)
+    assert _plane(np.column_stack([tilted[:, :2], np.random.default_rng(2).normal(size=50)])) is None
+
+
+def test_beams_are_drawn_with_their_shape_functions(tmp_path):
+    s = get_system(codegen.load_model(EXAMPLES / "flexible_pendulum.yaml"), "rancf")
+    res = s.simulate(0.4, 0.01, integrator="rk4", substeps=10)
+    e = res.extra["element_coords"]
+    assert e.shape == (len(res.t), 25, 8)
+    curves = element_curves(e[-1], res.extra["element_length"], 11)
+    assert np.allclose(curves, s.curve(res.q[-1], 11), atol=1e-12)           # the kernel's r = S(xi) e
+    # curved, not straight segments: mid-element points leave the chords once the beams bend
+    chord_mid = (curves[:, 0] + curves[:, -1]) / 2
+    assert np.abs(curves[:, 5] - chord_mid).max() > 1e-4
+    path = animate(res, tmp_path / "beam.gif", every=10, size=(200, 150))
+    frames = imageio.mimread(path, memtest=False)
+    assert len(frames) == 5 and all(_ink(f)[1] > 20 for f in frames)
+
+
+def test_cli_animate_and_simulate_animate(m1, tmp_path, capsys):
+    npz = m1.save(tmp_path / "m1.npz")
+    assert main(["animate", npz, "--out", str(tmp_path / "a.gif"), "--every", "15", "--size", "160x120",
+                 "--quiet"]) == 0
+    assert len(imageio.mimread(tmp_path / "a.gif")) == 3
+    out = tmp_path / "run.npz"
+    assert main(["simulate", str(EXAMPLES / "balance_pendulum.yaml"), "--t-end", "0.1", "--dt", "0.01",
+                 "--out", str(out), "--animate", "--quiet"]) == 0
+    assert "video:" in capsys.readouterr().out
+    video = _video(tmp_path / "run.mp4")
+    assert len(video) == 4 and _ink(video[2])[0] > 100      # real time at 30 fps: every 3rd sample of dt = 0.01
+    # bad input: exit 2 and a message naming the file or the option
+    assert main(["animate", npz, "--out", str(tmp_path / "a.avi")]) == 2
+    assert ".avi" in capsys.readouterr().err
+    assert main(["animate", str(tmp_path / "missing.npz")]) == 2
+    assert "missing.npz" in capsys.readouterr().err
+    old = {k: v for k, v in np.load(npz).items() if not k.startswith("joint_")}
+    np.savez(tmp_path / "old.npz", **old)
+    assert main(["animate", str(tmp_path / "old.npz"), "--quiet"]) == 2
+    assert "joint_pos" in capsys.readouterr().err
+    (tmp_path / "junk.npz").write_bytes(b"not a zip")
+    assert main(["animate", str(tmp_path / "junk.npz")]) == 2
+    assert "junk.npz" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        main(["animate", npz, "--size", "10x10"])
+    assert e.value.code == 2 and "WIDTHxHEIGHT" in capsys.readouterr().err
