@@ -19,6 +19,10 @@ def family(name: str, model=None) -> Family:
             raise BuildError(f"algorithm '{name}' takes {fam.models} models; this is a "
                              f"{'flexible-beam' if kind == 'beams' else 'rigid-tree'} model: use "
                              f"{' or '.join(others)}")
+        if getattr(model, "cuts", None) and not fam.loops:
+            raise BuildError(f"algorithm '{name}' solves trees; this model closes loops with cut joints "
+                             f"({', '.join(c.name for c in model.cuts)}): use "
+                             f"{' or '.join(f.name for f in FAMILIES.values() if f.loops)}")
     return fam
 
 

@@ -28,6 +28,7 @@ class Family:
     integrators: Tuple[str, ...] = ("rk4", "dopri5")
     kernel_class: str = "System"     # the cdef class of the generated module
     check: Callable = None           # model -> None or raise BuildError (limits of the method)
+    loops: bool = False              # takes closed loops (cut joints, the model's `loops:` section)
 
     def resolve_options(self, **options) -> dict:
         out = {}

@@ -254,7 +254,7 @@ def template_vars(plan: Plan, work_size: int) -> dict:
     pats = plan.patterns()
     kinds = tuple(sorted(set(pats), key=lambda p: p.name))
     return dict(ksegments=kind_segments(pats), body=body_kernels(kinds),
-                point_forces=any(f.kind == "point" for f in plan.forces),nb=plan.nb, nq=plan.nq, nv=plan.nv, np=plan.np, npb=NP_BODY, roadmap=plan.roadmap(),
+                point_forces=any(f.kind == "point" for f in plan.forces), loops=False, nb=plan.nb, nq=plan.nq, nv=plan.nv, np=plan.np, npb=NP_BODY, roadmap=plan.roadmap(),
                 segments=plan.segments, parent=plan.parent, iq=plan.iq, iv=plan.iv, quat=plan.quat_offsets,
                 jcalc={t: jcalc_code(t) for t in plan.joint_types_used}, forces=plan.forces,
                 work_size=work_size + 8, types_nv=[(t, JOINT_TYPES[t][1]) for t in plan.joint_types_used])

@@ -140,6 +140,7 @@ class Model:
     source: str = "<model>"
     tau_hook: Optional[Callable] = None   # Python API only: tau_extra = hook(t, q, u)
     simulation: dict = field(default_factory=dict)   # the file's validated `simulation:` defaults (model/simulation.py)
+    cuts: List[Joint] = field(default_factory=list)  # loop-closing (cut) joints, the file's `loops:` section
 
     def __post_init__(self):
         validate(self)
@@ -183,6 +184,7 @@ class Model:
         """What shapes the generated code: the tree and joint types, the force element kinds."""
         return {
             "joints": [[j.type, j.parent, j.child] for j in self.joints],
+            "loops": [[c.type, c.parent, c.child] for c in self.cuts],
             "springs": [s.joint for s in self.springs],
             "point_springs": [[p.body_a, p.body_b] for p in self.point_springs],
             "joint_forces": [[f.joint, f.dof, f.function.kind,
@@ -203,6 +205,11 @@ class Model:
                 if getattr(j, k) is not None:
                     e[k] = np.asarray(getattr(j, k)).tolist()
             d["joints"].append(e)
+        if self.cuts:
+            d["loops"] = [{"name": c.name, "type": c.type, "parent": c.parent, "child": c.child,
+                           "parent_frame": pl(c.parent_frame), "child_frame": pl(c.child_frame),
+                           **{k: np.asarray(getattr(c, k)).tolist() for k in ("axis", "axis2")
+                              if getattr(c, k) is not None}} for c in self.cuts]
         return d
 
 
@@ -271,28 +278,7 @@ def validate(model: Model) -> None:
             raise ModelError(f"body {j.child!r} already has parent joint {children[j.child].name!r} "
                              "(a tree gives each body one parent joint)", src, f + ".child")
         children[j.child] = j
-        for side in ("parent_frame", "child_frame"):
-            p = getattr(j, side)
-            if not isinstance(p, Placement):
-                raise ModelError(f"expected a Placement, got {_short(p)}", src, f"{f}.{side}")
-            p.pos = _vec(p.pos, 3, src, f"{f}.{side}.pos")
-            p.rot = _mat3(p.rot, src, f"{f}.{side}.rot")
-            rots.append(p.rot)
-            rot_fields.append(f"{f}.{side}")
-        needs_axis = JOINT_TYPES[j.type][4]
-        if needs_axis:
-            j.axis = _unit(_vec(j.axis if j.axis is not None else [0, 0, 1], 3, src, f + ".axis"), src, f + ".axis")
-        elif j.axis is not None:
-            raise ModelError(f"a {j.type} joint takes no axis", src, f + ".axis")
-        if j.type == "universal":
-            if j.axis2 is None:
-                j.axis2 = np.array([1.0, 0, 0]) if abs(j.axis[0]) < 0.9 else np.array([0, 1.0, 0])
-                j.axis2 = np.cross(j.axis, np.cross(j.axis2, j.axis))
-            j.axis2 = _unit(_vec(j.axis2, 3, src, f + ".axis2"), src, f + ".axis2")
-            if abs(j.axis @ j.axis2) > 1e-9:
-                raise ModelError("universal joint axes must be perpendicular", src, f + ".axis2")
-        elif j.axis2 is not None:
-            raise ModelError(f"a {j.type} joint takes no axis2", src, f + ".axis2")
+        _check_joint_frames(j, src, f, rots, rot_fields)
         if j.q0 is not None:
             j.q0 = _vec(j.q0, j.nq, src, f + ".q0")
             if j.type in QUATERNION_JOINTS:
@@ -312,14 +298,15 @@ def validate(model: Model) -> None:
         path, seen, cur = [], set(), b.name
         while cur not in grounded:
             if cur in seen:
-                raise ModelError(f"joints form a cycle through body {cur!r} (a tree is required; cut "
-                                 "loops are a later algorithm's job)", src, f"joints[{children[cur].name}].parent")
+                raise ModelError(f"joints form a cycle through body {cur!r} (the joints must form a tree; "
+                                 "close a loop with a cut joint in the `loops:` section)", src, f"joints[{children[cur].name}].parent")
             seen.add(cur)
             path.append(cur)
             cur = children[cur].parent
         grounded.update(path)
     _order_joints(model, children)
     check_mass_matrix(model)         # massless bodies and point masses: the mass matrix must stay regular
+    _check_cuts(model, names)
 
     joints = {j.name: j for j in model.joints}
 
@@ -390,6 +377,64 @@ def validate(model: Model) -> None:
         if nm in names:
             raise ModelError(f"duplicate name {nm!r}", src, f"forces[{nm}].name")
         names[nm] = "force"
+
+
+def _check_joint_frames(j: Joint, src: str, f: str, rots: list, rot_fields: list) -> None:
+    """Placements and axes of a tree or cut joint (normalised in place); rotations collected for one check."""
+    for side in ("parent_frame", "child_frame"):
+        p = getattr(j, side)
+        if not isinstance(p, Placement):
+            raise ModelError(f"expected a Placement, got {_short(p)}", src, f"{f}.{side}")
+        p.pos = _vec(p.pos, 3, src, f"{f}.{side}.pos")
+        p.rot = _mat3(p.rot, src, f"{f}.{side}.rot")
+        rots.append(p.rot)
+        rot_fields.append(f"{f}.{side}")
+    needs_axis = JOINT_TYPES[j.type][4]
+    if needs_axis:
+        j.axis = _unit(_vec(j.axis if j.axis is not None else [0, 0, 1], 3, src, f + ".axis"), src, f + ".axis")
+    elif j.axis is not None:
+        raise ModelError(f"a {j.type} joint takes no axis", src, f + ".axis")
+    if j.type == "universal":
+        if j.axis2 is None:
+            j.axis2 = np.array([1.0, 0, 0]) if abs(j.axis[0]) < 0.9 else np.array([0, 1.0, 0])
+            j.axis2 = np.cross(j.axis, np.cross(j.axis2, j.axis))
+        j.axis2 = _unit(_vec(j.axis2, 3, src, f + ".axis2"), src, f + ".axis2")
+        if abs(j.axis @ j.axis2) > 1e-9:
+            raise ModelError("universal joint axes must be perpendicular", src, f + ".axis2")
+    elif j.axis2 is not None:
+        raise ModelError(f"a {j.type} joint takes no axis2", src, f + ".axis2")
+
+
+def _check_cuts(model: Model, names: dict) -> None:
+    """The `loops:` section: cut joints between two bodies of the tree (or a body and ground)."""
+    src = model.source
+    rots, rot_fields = [], []
+    if len(model.cuts) > LIMITS["bodies"]:
+        raise _too_many(len(model.cuts), "loop-closing joints", "bodies", src, "loops")
+    for i, c in enumerate(model.cuts):
+        f = f"loops[{i}]"
+        if not isinstance(c, Joint):
+            raise ModelError(f"expected a Joint, got {_short(c)}", src, f)
+        _name(c.name, src, f + ".name", "joint name")
+        if c.name in names:
+            raise ModelError(f"duplicate name {c.name!r}", src, f + ".name")
+        names[c.name] = "cut joint"
+        f = f"loops[{c.name}]"
+        if not isinstance(c.type, str) or c.type not in JOINT_TYPES or c.type == "free":
+            raise ModelError(f"a loop-closing joint is one of {', '.join(t for t in JOINT_TYPES if t != 'free')}, "
+                             f"not {_short(c.type)} (a free joint closes nothing)", src, f + ".type")
+        for side in ("parent", "child"):
+            b = getattr(c, side)
+            if not isinstance(b, str) or (b not in model._bodies and not (side == "parent" and b == GROUND)):
+                raise ModelError(f"{side} {_short(b)} is not a body of the tree" +
+                                 (f" (nor '{GROUND}')" if side == "parent" else ""), src, f"{f}.{side}")
+        if c.parent == c.child:
+            raise ModelError("a loop-closing joint needs two different bodies", src, f + ".child")
+        if c.q0 is not None or c.u0 is not None:
+            raise ModelError("a loop-closing joint has no coordinates of its own (it adds constraints; its "
+                             "coordinate follows from the tree's)", src, f + (".q0" if c.q0 is not None else ".u0"))
+        _check_joint_frames(c, src, f, rots, rot_fields)
+    _check_rotations(rots, src, rot_fields)
 
 
 def _order_joints(model: Model, children: Dict[str, Joint]) -> None:

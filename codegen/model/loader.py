@@ -81,9 +81,10 @@ def _time_function(d, source, fld) -> TimeFunction:
     return TimeFunction(kind, t=_numlist(v["t"], source, f"{f}.t", 2), y=_numlist(v["value"], source, f"{f}.value", 2))
 
 
-_TOP_KEYS = {"name", "gravity", "bodies", "joints", "forces", "simulation"}   # 'simulation': read elsewhere
+_TOP_KEYS = {"name", "gravity", "bodies", "joints", "loops", "forces", "simulation"}   # 'simulation': read elsewhere
 _BODY_KEYS = {"name", "mass", "com", "inertia"}
 _JOINT_KEYS = {"name", "type", "parent", "child", "parent_frame", "child_frame", "axis", "axis2", "q0", "u0"}
+_CUT_KEYS = _JOINT_KEYS - {"q0", "u0"}
 _FORCE_KEYS = {"joint_spring_damper": {"name", "type", "joint", "stiffness", "damping", "q_ref"},
                "point_spring_damper": {"name", "type", "body_a", "point_a", "body_b", "point_b", "stiffness",
                                        "damping", "length"},
@@ -121,16 +122,21 @@ def model_from_dict(d: dict, source: str = "<model>", strict_names: bool = False
     _check_count(forces, "force elements", "forces", source, "forces")
     name = nm(d["name"], "name", "model name") if "name" in d else \
         (os.path.splitext(os.path.basename(source))[0] or "model")[:LIMITS["name_length"]]
-    bodies, joints = [], []
+    loops = d.get("loops")
+    loops = [] if loops is None else loops
+    if not isinstance(loops, list):
+        raise ModelError(f"expected a list, got {_short(loops)}", source, "loops")
+    bodies, joints, cuts = [], [], []
     for i, b in enumerate(d["bodies"]):
         f = f"bodies[{i}]"
         _check_keys(b, _BODY_KEYS, source, f)
         _require(b, ("name", "mass"), source, f)
         bodies.append(Body(nm(b["name"], f + ".name", "body name"), b["mass"], b.get("com", [0, 0, 0]),
                            b.get("inertia", [[1, 0, 0], [0, 1, 0], [0, 0, 1]])))
-    for i, j in enumerate(d["joints"]):
-        f = f"joints[{i}]"
-        _check_keys(j, _JOINT_KEYS, source, f)
+    for i, j in enumerate(d["joints"] + loops):
+        cut = i >= len(d["joints"])
+        f = f"loops[{i - len(d['joints'])}]" if cut else f"joints[{i}]"
+        _check_keys(j, _CUT_KEYS if cut else _JOINT_KEYS, source, f)
         _require(j, ("name", "type", "parent", "child"), source, f)
         jt = Joint(nm(j["name"], f + ".name", "joint name"), _name(j["type"], source, f + ".type", "joint type"),
                    nm(j["parent"], f + ".parent", "parent name"), nm(j["child"], f + ".child", "child name"),
@@ -141,7 +147,7 @@ def model_from_dict(d: dict, source: str = "<model>", strict_names: bool = False
             jt.q0 = [jt.q0]
         if jt.u0 is not None and not isinstance(jt.u0, list):
             jt.u0 = [jt.u0]
-        joints.append(jt)
+        (cuts if cut else joints).append(jt)
     springs, psprings, jforces = [], [], []
     for i, fd in enumerate(forces):
         f = f"forces[{i}]"
@@ -173,7 +179,7 @@ def model_from_dict(d: dict, source: str = "<model>", strict_names: bool = False
                                       _time_function(fd.get("value", 0.0), source, f + ".value")))
     return Model(name, bodies, joints, gravity=d.get("gravity", [0.0, -9.81, 0.0]), springs=springs,
                  point_springs=psprings, joint_forces=jforces, source=source,
-                 simulation=parse_simulation(d.get("simulation"), source, beams=False))
+                 simulation=parse_simulation(d.get("simulation"), source, beams=False), cuts=cuts)
 
 
 # ---------------------------------------------------------------- reading a file

@@ -204,12 +204,19 @@ def _rigid():
         "q0": {"description": "initial coordinates (see the joint table)"},
         "u0": {"description": "initial velocities"},
     }, required=("name", "type", "parent", "child"))
+    cut = _mapping("a loop-closing (cut) joint between two bodies of the tree (parent: a body or ground); the "
+                   "same fields as a joint, no coordinates of its own", {
+                       k: v for k, v in joint["properties"].items() if k not in ("q0", "u0")},
+                   required=("name", "type", "parent", "child"))
+    cut["properties"]["type"] = dict(joint["properties"]["type"], enum=[t for t in JOINT_TYPES if t != "free"])
     joint["allOf"] = _joint_kinds()
     return _mapping("a tree of rigid bodies", {
         "name": _name("model name (default: the file name)"),
         "gravity": _vector(3, "[m/s^2] (default 0 -9.81 0)"),
         "bodies": _list("the rigid bodies", body, "bodies", "bodies"),
         "joints": _list("one joint per body; together a tree rooted at ground", joint, "bodies", "joints"),
+        "loops": _list("loop-closing (cut) joints: each adds the constraints of its joint type between two bodies "
+                       "of the tree", cut, "bodies", "loop-closing joints", nullable=True),
         "forces": _list("force elements", _forces(), "forces", "force elements", nullable=True),
         "simulation": {"$ref": "#/$defs/simulation", "description": "simulation settings (below)"},
     }, required=("bodies", "joints"))

@@ -14,6 +14,7 @@ from ..model import BeamModel
 from .integrate import (divergence, energy_balance, integrate_chunks, rk4_stable_step, runaway, start_state,
                         versions)
 from .animate import beam_geometry, joint_geometry
+from .loops import check_closure, dependent_rows_detail, loop_outputs
 from .result import Result
 
 BEAM_METHODS = ("rancf", "dense")   # beam models: the O(n) recursion, or the dense Cholesky of the same Omega
@@ -57,6 +58,9 @@ class System:
             self.forward_dynamics = self.kernel.forward_dynamics
             self.inverse_dynamics = self.kernel.inverse_dynamics
         self.nq, self.nv = model.nq, model.nv
+        self.loops = bool(getattr(model, "cuts", None))
+        if self.loops:
+            check_closure(self, *model.initial_state())
         self._K = None                      # canonical joint rotations (joint wrenches), on first use
         self.coord_names = model.coord_names
         self.velocity_names = model.velocity_names
@@ -254,7 +258,8 @@ class System:
     def simulate(self, t_end: float, dt: float, integrator: Optional[str] = None, q0=None, u0=None,
                  rtol: float = 1e-8, atol: float = 1e-10, h_max: Optional[float] = None, substeps: int = 1,
                  progress: bool = False, alpha: float = -0.05, newton_tol: float = 1e-6, max_newton: int = 20,
-                 check_energy: Optional[float] = None, keep_partial: bool = False, joint_wrench: bool = False) -> Result:
+                 check_energy: Optional[float] = None, keep_partial: bool = False, joint_wrench: bool = False,
+                 baumgarte: Optional[float] = None) -> Result:
         """Integrate from the model's initial state (or q0, u0) to t_end, sampling every dt.
 
         rk4 takes fixed steps of dt / substeps; dopri5 chooses its own steps (rtol, atol, h_max) and writes the
@@ -274,6 +279,13 @@ class System:
 
         joint_wrench=True (rigid models): result.extra["joint_wrench"] (nt x n_joints x 6, see joint_wrenches)
         and result.extra["joint_names"], from one compiled pass over the samples.
+
+        Closed loops (cut joints): the start state must close (ModelError otherwise); Baumgarte's stabilisation
+        gamma - 2 b Phi' - b^2 Phi holds the drift down, b = ``baumgarte`` [1/s] (default 1 / (10 h), h the
+        step; 0: off); result.extra gets cut_joint_wrench (nt x n_cuts x 6: the force side i exerts on side j
+        through the cut, about the cut point, in side j's cut frame, like joint_wrench), cut_joint_names,
+        multipliers (nt x m), constraint_violation (nt x n_cuts x 2: the largest |Phi| and |Phi'| of each cut's
+        rows) and cut_q / cut_q_names (the cut joints' own coordinates); meta["constraint_violation_max"].
 
         Energy: meta["energy"] = energy_balance() (relative error of E - E0 - W, W the work of dampers and
         joint forces); with check_energy = tol also meta["energy_check"] = {"tol", "value", "passed"}.
@@ -303,6 +315,14 @@ class System:
         if check_energy is not None and not (check_energy > 0 and math.isfinite(check_energy)):
             raise ValueError(f"check_energy must be a positive tolerance, got {check_energy!r}")
         x, ts = start_state(self, t_end, dt, q0, u0)
+        if self.loops:
+            if q0 is not None or u0 is not None:
+                check_closure(self, x[:self.nq], x[self.nq:], "given start state")
+            b = 0.1 / (dt / substeps if integrator != "dopri5" else min(dt, h_max or dt)) if baumgarte is None \
+                else float(baumgarte)
+            if not (b >= 0 and math.isfinite(b)):
+                raise ValueError(f"baumgarte must be a non-negative rate [1/s], got {baumgarte!r}")
+            self.kernel.alpha = self.kernel.beta = b
         acc, nfact = None, 0
 
         def hht(t0, x, m):                    # m samples of HHT-alpha (the state x is updated in place)
@@ -331,6 +351,10 @@ class System:
         if integrator == "hht":
             meta.update(hht_alpha=alpha, newton_iterations=int(stats[2]), newton_not_converged=int(stats[3]),
                         newton_factorizations=nfact)
+        if self.loops:
+            meta["baumgarte"] = self.kernel.alpha
+            if fail and fail["code"] == 6:
+                fail = dependent_rows_detail(self, fail)
         n = fail["sample"] if fail else len(ts)
         res = self._result(X[:n], ts[:n], meta, joint_wrench)
         fail = runaway(self, res, X[:n]) or fail   # finite states whose energy ran away: an earlier failure
@@ -363,6 +387,10 @@ class System:
         if joint_wrench:
             res.extra.update(joint_wrench=self._in_joint_frames(self.kernel.joint_wrench_at(X, ts)),
                              joint_names=np.array(self.plan.joint_names))
+        if self.loops and len(ts):
+            res.extra.update(loop_outputs(self, X, ts))
+            cv = res.extra["constraint_violation"]
+            meta["constraint_violation_max"] = {"position": float(cv[..., 0].max()), "velocity": float(cv[..., 1].max())}
         return res
 
     def _beam_outputs(self, X, ts):

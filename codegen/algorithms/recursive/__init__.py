@@ -1,32 +1,45 @@
 """Family ``recursive``: the fully recursive O(n) formulation of Kang & Yoon with a choice of analysis
 reference point (centroid, joint point, instant global origin).
 
-Paper: shared/seeds/002_bb61ebea93666a2a.txt, eqs 1-36 (tree part).  Template: templates/recursive/ (structure
+Paper: shared/seeds/002_bb61ebea93666a2a.txt, eqs 1-36 (tree part), eqs 37-46 (closed loops: cut joints,
+``loops.py`` and templates/recursive/loops.pyx.j2).  Template: templates/recursive/ (structure
 only). Joint helpers: codegen.symbolic.joints; spatial algebra of the recursion (B2, D, body at P, joint
 projection, articulated update, shift to the parent, accelerations): codegen.symbolic.articulated;
 reference points: codegen.symbolic.spatial.
 """
 from ...model import JOINT_TYPES
 from ..family import Family
-from ..tree_plan import Plan, template_vars, work_layout
+from ..tree_plan import template_vars, work_layout
+from .loops import make_plan
 
 # Workspace per body, in this order (block of NB * size each): B2 (6 x n, column major), D, M (articulated
 # inertia, packed upper triangle), Q, K (n x 6), k0, Ydot.
 WORK = (("B2", 36), ("D", 6), ("M", 21), ("Q", 6), ("K", 36), ("k0", 6), ("Yd", 6))
 
 
-def recursive_template_vars(plan: Plan, options: dict) -> dict:
+def recursive_template_vars(plan, options: dict) -> dict:
     from ...symbolic.articulated import recursive_kernels
     work, per_body = work_layout(WORK)
-    tv = template_vars(plan, per_body * plan.nb)
+    loops = getattr(plan, "cuts", None)
+    lw, nloop = {}, 0
+    if loops:                    # closed loops (eqs 37-46): per loop body Phi (m x 6) and G (nv x m), then Lambda
+        m = plan.nm
+        lw, nloop = work_layout((("phi", plan.nslot * m * 6), ("G", plan.nslot * 6 * m), ("Lam", m * m),
+                                 ("gbar", m), ("cpos", m), ("cvel", m), ("lam", m), ("Jrow", 12 * m),
+                                 ("phi2", 6 * m)))
+        lw = {k: {"off": v["off"] + per_body * plan.nb, "size": v["size"]} for k, v in lw.items()}
+    tv = template_vars(plan, per_body * plan.nb + nloop)
     nvs = tuple(sorted({nv for _, nv in tv["types_nv"]}))
-    tv.update(work=work, spatial=recursive_kernels(options["ref_point"], nvs))
+    tv.update(work=work, spatial=recursive_kernels(options["ref_point"], nvs), loops=bool(loops), lw=lw)
+    if loops:
+        from ...symbolic.loops import row_kernel
+        tv.update(plan.loop_vars(), loop_kernels=[row_kernel(k, options["ref_point"]) for k in ("d1", "d2")])
     return tv
 
 
 FAMILY = Family(
     name="recursive", paper="Kang & Yoon (seed 002), eqs 1-36",
     description="fully recursive O(n) forward and inverse dynamics of rigid trees",
-    template="recursive/recursive.pyx.j2", models="tree", make_plan=Plan,
+    template="recursive/recursive.pyx.j2", models="tree", make_plan=make_plan, loops=True,
     template_vars=recursive_template_vars,
     joint_types=tuple(JOINT_TYPES), options={"ref_point": ("centroid", "joint", "origin")})

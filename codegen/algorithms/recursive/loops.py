@@ -1,0 +1,200 @@
+"""Closed loops for the recursive family: cut joints (Kang & Yoon, seed 002, eqs 37-46).
+
+The `joints:` tree is the spanning tree; each cut joint of the model's `loops:` section adds the rows of
+its joint type (``codegen.symbolic.loops.ROWS``) between a frame on side i (its parent) and one on side j
+(its child).  The plan decides everything structural:
+
+* the rows of every cut, after the planar reduction: when every joint on the loop's tree path moves in
+  one plane (revolute about its normal n, prismatic in it, planar about n, fixed), the rows along n are
+  satisfied identically and are dropped (M2's prismatic cut keeps its two in-plane rows);
+* the *loop bodies*: a body whose subtree holds a side of some cut carries the m x 6 Jacobian Phi_j of
+  eqs 39-40 in the backward pass (slot ``SLOT[j]``; other bodies skip the loop terms);
+* the parameters of each cut (24 numbers: the point and the three axes of each side, in the side's body
+  reference frame; world for ground), appended to the tree's parameter vector.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+import numpy as np
+
+from ...model import GROUND, JOINT_TYPES, Model
+from ...symbolic.loops import ROWS, planar_rows
+from ..tree_plan import Plan, canonical_rotation
+
+NP_CUT = 24          # per cut: p_i (3), e0 e1 e2 (9), p_j (3), f0 f1 f2 (9)
+PLANAR_TYPES = {"revolute": "parallel", "planar": "parallel", "prismatic": "normal", "fixed": "any"}
+
+
+@dataclass
+class Row:
+    kind: str        # d1 | d2
+    a: int           # axis on side i
+    b: int           # axis on side j (d1)
+    index: int       # row number in the system (0 .. m-1)
+
+
+@dataclass
+class Cut:
+    name: str
+    type: str
+    bi: int          # body index of side i (-1: ground)
+    bj: int
+    K: np.ndarray    # cut frame axes in the joint frame (columns; e2 = joint axis)
+    rows: List[Row]
+    normal: Optional[int]     # planar loop: the cut frame axis along the plane normal
+    index: int = 0            # parameter offset
+
+
+def _unit_or_none(v):
+    n = np.linalg.norm(v)
+    return v / n if n > 1e-12 else None
+
+
+class LoopPlan(Plan):
+    """The tree plan plus the cut joints."""
+
+    def __init__(self, model: Model):
+        super().__init__(model)
+        self.cuts: List[Cut] = []
+        m = 0
+        for c in model.cuts:
+            bi = self.index[c.parent] if c.parent != GROUND else -1
+            bj = self.index[c.child]
+            K = canonical_rotation(c.type, c.axis, c.axis2)
+            normal, K = self._planar(c, bi, bj, K)
+            rows = ROWS[c.type] if normal is None else planar_rows(c.type, normal)
+            self.cuts.append(Cut(c.name, c.type, bi, bj, K, [Row(k, a, b, m + r) for r, (k, a, b) in
+                                                              enumerate(rows)], normal))
+            m += len(rows)
+        self.nm = m
+        for cut in self.cuts:
+            cut.index = self.np
+            self.np += NP_CUT
+        # loop bodies: a cut side in the subtree
+        slot = [-1] * self.nb
+        mark = [False] * self.nb
+        for cut in self.cuts:
+            for b in (cut.bi, cut.bj):
+                while b >= 0 and not mark[b]:
+                    mark[b] = True
+                    b = self.parent[b]
+        n = 0
+        for j in range(self.nb):
+            if mark[j]:
+                slot[j], n = n, n + 1
+        self.slot, self.nslot = slot, n
+
+    # ------------------------------------------------------------ planar loops
+    def _path(self, bi: int, bj: int) -> List[Tuple[int, bool]]:
+        """Tree joints (by child body index) between bodies bi and bj, each with the direction of travel
+        (True: from parent to child)."""
+        def up(b):
+            out = []
+            while b >= 0:
+                out.append(b)
+                b = self.parent[b]
+            return out
+        ui, uj = up(bi), up(bj)
+        common = set(ui) & set(uj)
+        pi = [b for b in ui if b not in common]
+        pj = [b for b in uj if b not in common]
+        return [(b, False) for b in pi] + [(b, True) for b in reversed(pj)]
+
+    def _planar(self, cut, bi, bj, K):
+        """(normal axis index, K) when the loop through cut moves in one plane, else (None, K)."""
+        joints = self.model.joints
+        path = self._path(bi, bj)
+        n_in = {}                 # body index (-1 ground) -> plane normal in that body's user frame
+        start = next((b for b, _ in path if joints[b].type in ("revolute", "planar")), None)
+        if start is None:
+            return None, K
+        j0 = joints[start]
+        n_in[self.parent[start]] = j0.parent_frame.rot @ j0.axis
+        # carry n through every joint of the path, checking that the joint keeps the motion in the plane
+        seq = [b for b, _ in path]
+        for _ in range(len(seq) + 1):                   # propagate along the path until every body has n
+            for b in seq:
+                jt = joints[b]
+                p = self.parent[b]
+                if p in n_in and b not in n_in:
+                    v = jt.parent_frame.rot.T @ n_in[p]
+                    if not self._keeps_plane(jt, v):
+                        return None, K
+                    n_in[b] = jt.child_frame.rot @ v
+                elif b in n_in and p not in n_in:
+                    v = jt.child_frame.rot.T @ n_in[b]
+                    if not self._keeps_plane(jt, v):
+                        return None, K
+                    n_in[p] = jt.parent_frame.rot @ v
+        if bi not in n_in or bj not in n_in or any(b not in n_in for b in seq):
+            return None, K
+        nloc = cut.parent_frame.rot.T @ n_in[bi]                    # normal in the cut's joint frame
+        if not np.allclose(cut.child_frame.rot.T @ n_in[bj], nloc, atol=1e-9):
+            return None, K
+        kind = PLANAR_TYPES.get(cut.type)
+        axis = cut.axis
+        if cut.type in ("spherical", "fixed"):
+            K = canonical_rotation("revolute", nloc, None)                       # e2 = n
+            return 2, K
+        if cut.type == "cylindrical":
+            kind = "parallel" if abs(abs(axis @ nloc) - 1) < 1e-9 else "normal"
+        if kind == "parallel" and abs(abs(axis @ nloc) - 1) < 1e-9:
+            return 2, K
+        if kind == "normal" and abs(axis @ nloc) < 1e-9:
+            e0 = nloc / np.linalg.norm(nloc)
+            return 0, np.column_stack([e0, np.cross(axis, e0), axis])            # e0 = n, e2 = axis
+        return None, K
+
+    @staticmethod
+    def _keeps_plane(jt, v) -> bool:
+        """Does tree joint jt (motion in its joint frame) keep the plane normal to v (joint frame) fixed?"""
+        v = _unit_or_none(v)
+        if v is None:
+            return False
+        if jt.type in ("revolute", "planar"):
+            return abs(abs(jt.axis @ v) - 1) < 1e-9
+        if jt.type == "prismatic":
+            return abs(jt.axis @ v) < 1e-9
+        return jt.type == "fixed"
+
+    # ------------------------------------------------------------ parameters
+    def params(self) -> np.ndarray:
+        p = super().params()
+        frames = self.body_frames()
+        for cut, c in zip(self.cuts, self.model.cuts):
+            o = cut.index
+            for side, (pl, b) in enumerate(((c.parent_frame, cut.bi), (c.child_frame, cut.bj))):
+                R = pl.rot @ cut.K                         # cut frame axes in the user body frame
+                if b >= 0:
+                    gp, gr = frames[b][2]
+                    x, R = gr.T @ (pl.pos - gp), gr.T @ R
+                else:
+                    x = pl.pos
+                p[o + 12 * side:o + 12 * side + 3] = x
+                p[o + 12 * side + 3:o + 12 * side + 12] = R.T.ravel()     # the axes one after the other
+        return p
+
+    def code_pattern(self) -> str:
+        """The tree's pattern plus the rows of every cut (the planar reduction depends on the axes)."""
+        return super().code_pattern() + ";" + ",".join(
+            f"{c.type}:{c.normal}" for c in self.cuts)
+
+    def roadmap(self) -> List[str]:
+        rows = super().roadmap()
+        for cut in self.cuts:
+            bi = self.body_names[cut.bi] if cut.bi >= 0 else GROUND
+            rows.append(f"  cut {cut.name[:16]:<16} {cut.type:<11} {bi[:16]:<16} -> {self.body_names[cut.bj][:16]:<16} "
+                        f"rows {cut.rows[0].index}:{cut.rows[-1].index + 1}"
+                        + (f" (planar loop, normal e{cut.normal})" if cut.normal is not None else ""))
+        return rows
+
+    def loop_vars(self) -> dict:
+        """Template variables of the loop part (templates/recursive/loops.pyx.j2)."""
+        return dict(cuts=self.cuts, nm=self.nm, nslot=self.nslot, slot=self.slot,
+                    types_of=[JOINT_TYPES[t][1] for t in self.types])
+
+
+def make_plan(model: Model) -> Plan:
+    return LoopPlan(model) if model.cuts else Plan(model)

@@ -1,0 +1,85 @@
+"""Closed loops at run time: the closure check of the initial state, the loop outputs of a result (cut joint
+wrenches, multipliers, constraint drift, the cut joints' own coordinates) and the message of a run that meets
+dependent constraints.  The kernels are the recursive family's (templates/recursive/loops.pyx.j2)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..model import JOINT_TYPES, ModelError, rot_to_quat
+
+CLOSURE_TOL = 1e-6          # |Phi| [m or -] and |Phi'| [m/s or 1/s] accepted at the initial state
+
+
+def row_cuts(plan):
+    """Name of the cut joint of every constraint row."""
+    return [c.name for c in plan.cuts for _ in c.rows]
+
+
+def check_closure(system, q, u, where: str = "initial state"):
+    """Raise ModelError naming the cut joint whose constraints the state (q, u) violates by more than
+    CLOSURE_TOL, at position or velocity level."""
+    viol = system.kernel.loop_residual(q, u)
+    names = row_cuts(system.plan)
+    for level, what, unit in ((0, "does not close", "m or rad"), (1, "moves apart", "m/s or rad/s")):
+        r = int(np.argmax(np.abs(viol[:, level])))
+        if abs(viol[r, level]) > CLOSURE_TOL:
+            per_cut = {n: float(np.max(np.abs(viol[[k for k, m in enumerate(names) if m == n], level])))
+                       for n in dict.fromkeys(names)}
+            worst = ", ".join(f"{n}: {v:.3g}" for n, v in per_cut.items() if v > CLOSURE_TOL)
+            raise ModelError(f"the cut joint {what} at the {where} by up to {abs(viol[r, level]):.3g} {unit} "
+                             f"(tolerance {CLOSURE_TOL:g}; per cut: {worst}); "
+                             + ("check its frames against the tree's q0" if level == 0 else
+                                "the joints' u0 must satisfy the loop's velocity constraints"),
+                             system.model.source, f"loops[{names[r]}]")
+
+
+def cut_coordinates(model, frames):
+    """The cut joints' own coordinates (nt x k) and names from the cut frames (nt x n_cuts x 24: point and
+    axes of side i, then of side j): the relative pose of side j's frame in side i's, read as the joint
+    type's coordinates (revolute angle, prismatic displacement, ...; spherical: quaternion w, x, y, z)."""
+    cols, names = [], []
+    for c, cut in enumerate(model.cuts):
+        pi, E = frames[:, c, 0:3], frames[:, c, 3:12].reshape(-1, 3, 3)       # rows: e0, e1, e2 (world)
+        pj, F = frames[:, c, 12:15], frames[:, c, 15:24].reshape(-1, 3, 3)
+        R = np.einsum("tak,tbk->tab", E, F)                 # R[a, b] = e_a . f_b: side j axes in side i frame
+        d = np.einsum("tak,tk->ta", E, pj - pi)
+        t = cut.type
+        ang = np.arctan2(R[:, 1, 0], R[:, 0, 0])
+        vals = {"revolute": [ang], "prismatic": [d[:, 2]], "cylindrical": [ang, d[:, 2]],
+                "universal": [np.arctan2(R[:, 1, 0], R[:, 0, 0]), np.arctan2(R[:, 2, 1], R[:, 2, 2])],
+                "planar": [d[:, 0], d[:, 1], ang], "fixed": []}.get(t)
+        if vals is None:                                    # spherical
+            quat = np.array([rot_to_quat(r) for r in R])
+            vals = list(quat.T)
+        cols += vals
+        names += [f"{cut.name}.{n}" for n in JOINT_TYPES[t][2]]
+    return (np.column_stack(cols) if cols else np.zeros((frames.shape[0], 0))), names
+
+
+def loop_outputs(system, X, ts) -> dict:
+    """Result extras of a closed-loop model (see System.simulate)."""
+    lam, wrench, viol, frames = system.kernel.loop_history(X, ts)
+    names = row_cuts(system.plan)
+    cuts = [c.name for c in system.model.cuts]
+    per_cut = np.zeros((len(ts), len(cuts), 2))
+    for c, n in enumerate(cuts):
+        rows = [k for k, m in enumerate(names) if m == n]
+        per_cut[:, c] = np.max(np.abs(viol[:, rows]), axis=1)
+    K = np.array([c.K for c in system.plan.cuts])          # cut frame axes in the user's joint frame
+    wrench = np.concatenate([np.einsum("cab,tcb->tca", K, wrench[..., :3]),
+                             np.einsum("cab,tcb->tca", K, wrench[..., 3:])], axis=2)
+    cq, cq_names = cut_coordinates(system.model, frames)
+    return {"cut_joint_wrench": wrench, "cut_joint_names": np.array(cuts), "multipliers": lam,
+            "constraint_violation": per_cut, "cut_q": cq, "cut_q_names": np.array(cq_names)}
+
+
+def dependent_rows_detail(system, fail) -> dict:
+    """A failed run's dict (fail_code 6) with the message naming the cut joints."""
+    names = row_cuts(system.plan)
+    r = fail.get("index", -1)
+    cut = names[r] if 0 <= r < len(names) else None
+    cuts = ", ".join(c.name for c in system.model.cuts)
+    fail = dict(fail, index=-1, detail=(
+        f"the loop-closure constraints became dependent (cut joint{'s' if len(system.model.cuts) > 1 else ''} "
+        f"{cuts}; first dependent row in cut joint {cut}): a redundant cut joint or a singular configuration"))
+    return fail

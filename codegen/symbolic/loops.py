@@ -1,0 +1,152 @@
+"""Loop-closure constraints of cut joints (Kang & Yoon, seed 002, eqs 37-46, Tables 1-4), derived in sympy.
+
+The basic constraints of Haug (1989) between a vector / point on side i and one on side j of a cut joint:
+
+    d1(a_i, a_j)       = a_i . a_j                    (two vectors stay perpendicular)
+    d2(a_i, p_i, p_j)  = a_i . (p_j - p_i)            (a point stays in a plane normal to a_i)
+    s(p_i, p_j)        = p_j - p_i                    (two points coincide)
+    ss(p_i, p_j)       = (p_j - p_i).(p_j - p_i) - C  (two points keep their distance)
+
+Every joint type is a set of d1 / d2 rows built from the cut frames' axes (``ROWS``; the point coincidence of
+a revolute, spherical, universal or fixed cut is s expressed along side i's axes, i.e. three d2 rows).
+Each row is differentiated twice along the motion: Phi'' = J_i Ydot_i + J_j Ydot_j - gamma (eq 37), with
+Y = (velocity of the body point at the analysis reference point P, omega), world frame, and the
+accelerations of a body point p and a body vector a
+
+    p'' = Ydot_v + omega' x (p - P) + omega x (p' - P')        a'' = omega' x a + omega x (omega x a)
+
+(P' = 0 at the instant global origin, eq 31).  ``table()`` gives the rows of Tables 1-4 (centroid and
+instant global origin) for inspection; ``row_kernel()`` the Cython helper of one row type for the
+recursive kernel (eqs 39-43 use J and gamma).
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Dict, List, Tuple
+
+import sympy as sp
+
+from .articulated import REF_POINTS, Arg, Kernel, KernelCode, arr
+
+# joint type -> rows (kind, vector on side i, vector on side j): axes e0 e1 e2 of the cut frame on side i and
+# f0 f1 f2 on side j (the joint axis is e2 = f2 at zero motion; universal: e2 = axis, f0 = axis2)
+ROWS: Dict[str, Tuple[Tuple[str, int, int], ...]] = {
+    "revolute": (("d2", 0, -1), ("d2", 1, -1), ("d2", 2, -1), ("d1", 0, 2), ("d1", 1, 2)),
+    "prismatic": (("d1", 0, 2), ("d1", 1, 2), ("d1", 0, 1), ("d2", 0, -1), ("d2", 1, -1)),
+    "cylindrical": (("d1", 0, 2), ("d1", 1, 2), ("d2", 0, -1), ("d2", 1, -1)),
+    "universal": (("d2", 0, -1), ("d2", 1, -1), ("d2", 2, -1), ("d1", 2, 0)),
+    "spherical": (("d2", 0, -1), ("d2", 1, -1), ("d2", 2, -1)),
+    "planar": (("d1", 0, 2), ("d1", 1, 2), ("d2", 2, -1)),
+    "fixed": (("d2", 0, -1), ("d2", 1, -1), ("d2", 2, -1), ("d1", 0, 1), ("d1", 0, 2), ("d1", 1, 2)),
+}
+
+
+def planar_rows(jtype: str, normal_axis: int) -> Tuple[Tuple[str, int, int], ...]:
+    """Rows of a cut joint whose loop moves in the plane normal to its frame axis ``normal_axis``: the tree
+    satisfies the rows along the normal identically (d2 along it; d1 with it on either side), so they are
+    dropped (a revolute or spherical cut keeps 2 rows, prismatic 2, fixed 3)."""
+    return tuple(r for r in ROWS[jtype] if not (r[1] == normal_axis or r[2] == normal_axis))
+
+
+def _vec(name):
+    return sp.Matrix(sp.symbols(f"{name}0:3"))
+
+
+def _side(tag: str, ref: str):
+    """Symbols of one side: omega, omega', Ydot_v, P, P', point p and its velocity."""
+    w, wd, yv = _vec(f"w{tag}"), _vec(f"wd{tag}"), _vec(f"yv{tag}")
+    P, Pd = (sp.zeros(3, 1), sp.zeros(3, 1)) if ref == "origin" else (_vec(f"P{tag}"), _vec(f"Pd{tag}"))
+    return dict(w=w, wd=wd, yv=yv, P=P, Pd=Pd, p=_vec(f"p{tag}"), vp=_vec(f"vp{tag}"))
+
+
+def _acc_point(s):
+    return s["yv"] + s["wd"].cross(s["p"] - s["P"]) + s["w"].cross(s["vp"] - s["Pd"])
+
+
+def _acc_vec(s, a):
+    return s["wd"].cross(a) + s["w"].cross(s["w"].cross(a))
+
+
+def derive(kind: str, ref: str = "origin"):
+    """(J_i (1x6), J_j (1x6), gamma, Phi) of one basic constraint, symbolic, at the reference point ``ref``.
+    Side i vectors: ai (d1, d2); side j: aj (d1)."""
+    i, j = _side("i", ref), _side("j", ref)
+    ai, aj = _vec("ai"), _vec("aj")
+    Ydot = list(i["yv"]) + list(i["wd"]) + list(j["yv"]) + list(j["wd"])
+    d, dd = j["p"] - i["p"], j["vp"] - i["vp"]
+    if kind == "d1":
+        phi = ai.dot(aj)
+        acc = _acc_vec(i, ai).dot(aj) + 2 * i["w"].cross(ai).dot(j["w"].cross(aj)) + ai.dot(_acc_vec(j, aj))
+    elif kind == "d2":
+        phi = ai.dot(d)
+        acc = _acc_vec(i, ai).dot(d) + 2 * i["w"].cross(ai).dot(dd) + ai.dot(_acc_point(j) - _acc_point(i))
+    elif kind == "s":
+        phi = d
+        acc = _acc_point(j) - _acc_point(i)
+    elif kind == "ss":
+        phi = d.dot(d)
+        acc = 2 * dd.dot(dd) + 2 * d.dot(_acc_point(j) - _acc_point(i))
+    else:
+        raise KeyError(kind)
+    acc = sp.Matrix([acc]) if not isinstance(acc, sp.MatrixBase) else acc
+    J = acc.jacobian(Ydot)
+    gamma = -(acc - J * sp.Matrix(Ydot)).applyfunc(sp.expand)
+    return J[:, :6], J[:, 6:], gamma, phi
+
+
+def table(ref: str = "origin") -> List[Tuple[str, sp.Matrix, sp.Matrix, sp.Matrix]]:
+    """Tables 1-2 (ref = centroid: p - P = s) and 3-4 (ref = origin): (name, J_i, J_j, gamma) per constraint,
+    with s_i = p_i - P_i written out."""
+    out = []
+    for kind in ("d1", "d2", "s", "ss"):
+        Ji, Jj, g, _ = derive(kind, ref)
+        out.append((kind, Ji.applyfunc(sp.factor_terms), Jj.applyfunc(sp.factor_terms), g.applyfunc(sp.factor_terms)))
+    return out
+
+
+def row_kernel_obj(kind: str, ref: str) -> Kernel:
+    """Kernel ``loop_<kind>``: one constraint row from world vectors: J_i, J_j (6 each) and gamma."""
+    if ref not in REF_POINTS:
+        raise KeyError(ref)
+    Ji, Jj, g, _ = derive(kind, ref)
+    sym = {}
+    args = []
+
+    def bind(tag, names):
+        for n in names:
+            a = arr(f"{n}{tag}", 3)
+            for c in range(3):
+                sym[sp.Symbol(f"{n}{tag}{c}")] = a[c]
+            args.append(Arg(f"{n}{tag}", 3, "in"))
+
+    bind("i", ["w"] + ([] if ref == "origin" else ["P", "Pd"]) + (["p", "vp"] if kind == "d2" else []) + ["a"])
+    bind("j", ["w"] + ([] if ref == "origin" else ["P", "Pd"]) + (["p", "vp"] if kind == "d2" else [])
+         + (["a"] if kind == "d1" else []))
+    sym.update({sp.Symbol(f"ai{c}"): arr("ai", 3)[c] for c in range(3)})
+    sym.update({sp.Symbol(f"aj{c}"): arr("aj", 3)[c] for c in range(3)})
+    k = Kernel(f"loop_{kind}", "Kang & Yoon eqs (37), (44)-(45), Tables 1-4",
+               f"Constraint row {kind}: Phi'' = Ji Ydot_i + Jj Ydot_j - gamma, reference point {ref}.",
+               tuple(args) + (Arg("Ji", 6, "out"), Arg("Jj", 6, "out"), Arg("gamma", 1, "out")))
+    k.out("Ji", [e.xreplace(sym) for e in Ji])
+    k.out("Jj", [e.xreplace(sym) for e in Jj])
+    k.out("gamma", [g[0].xreplace(sym)])
+    return k
+
+
+@lru_cache(maxsize=None)
+def row_kernel(kind: str, ref: str) -> KernelCode:
+    k = row_kernel_obj(kind, ref)
+    return KernelCode(k.name, k.equation, k.doc, k.params(), tuple(k.lines))
+
+
+def describe(ref: str = "origin") -> str:
+    """Text for ``mbgen inspect loops``: the basic constraints, their Jacobians and right-hand sides, and the
+    rows of every cut joint type."""
+    lines = [f"Basic constraints (Kang & Yoon Tables {'3-4' if ref == 'origin' else '1-2'}, reference point {ref}):",
+             "  J_i Ydot_i + J_j Ydot_j = gamma,  Y = (v at P, omega)"]
+    for kind, Ji, Jj, g in table(ref):
+        lines += [f"  {kind}:", f"    J_i   = {list(Ji)}", f"    J_j   = {list(Jj)}", f"    gamma = {list(g)}"]
+    lines.append("Rows per cut joint type (side i axes e0 e1 e2, side j axes f0 f1 f2; joint axis e2):")
+    for t, rows in ROWS.items():
+        lines.append(f"  {t:<12} " + ", ".join(f"d1(e{a}, f{b})" if k == "d1" else f"d2(e{a})" for k, a, b in rows))
+    return "\n".join(lines)
