@@ -52,6 +52,11 @@ def inspect_registry():
     from ..symbolic.cfa import cfa_elements
     reg["cfa"] = ("constraint force algorithm (Liu et al.): P-hat (eqs 1-2), I_C, I_O (eq 3), H_j and W_j of every "
                   "joint type (eq 5)", cfa_elements)
+    from ..symbolic import loops
+    for p in spatial.REF_POINTS:
+        reg[f"loops {p}"] = (f"closed loops at the {p}: the basic constraints d1, d2, s, ss (Phi, J_i, J_j, gamma; "
+                             f"Kang & Yoon eqs 37, 44-45, Tables {'3-4' if p == 'origin' else '1-2'}) and the rows of "
+                             "every cut joint type", lambda p=p: loops.elements(p))
     for modname in ("ancf", "mstmm_examples"):      # later algorithm families register their elements here
         try:
             mod = __import__(f"codegen.symbolic.{modname}", fromlist=["INSPECT"])
@@ -70,7 +75,7 @@ def print_algorithms():
         opts = ", ".join(f"{k}={'|'.join(v)} (default {v[0]})" for k, v in f.options.items()) or "-"
         print(f"{f.name}: {f.description}")
         print(f"  paper:       {f.paper}")
-        print(f"  models:      {'rigid-body trees' if f.models == 'tree' else 'flexible planar beams'}")
+        print(f"  models:      {'flexible planar beams' if f.models != 'tree' else 'rigid-body trees and closed loops (cut joints)' if f.loops else 'rigid-body trees'}")
         print(f"  {'joint types:' if f.models == 'tree' else 'connections:'} {', '.join(f.joint_types)}")
         print(f"  options:     {opts}")
         print(f"  integrators: {', '.join(f.integrators)}")

@@ -77,6 +77,10 @@ def register(sub):
     s.add_argument("--joint-wrench", action="store_true",
                    help="also store the joint reaction wrenches (NPZ joint_wrench: nt x n_joints x 6, fx fy fz mx my "
                         "mz in each joint's child-side frame, about the joint point; joint_names); rigid models")
+    s.add_argument("--baumgarte", type=float, default=None, metavar="RATE",
+                   help="closed loops: Baumgarte stabilisation rate b [1/s] (gamma - 2 b Phi' - b^2 Phi; 0: off; "
+                        "default 0.1 / step). The result stores cut_joint_wrench, multipliers, constraint_violation, "
+                        "cut_q")
     s.add_argument("--csv", action="store_true", help="also write a CSV beside the NPZ")
     s.add_argument("--plot", action="store_true", help="also write a PNG of coordinates and energy")
     s.add_argument("--animate", action="store_true", help="also write an MP4 animation beside the NPZ "
@@ -151,6 +155,10 @@ def cmd_simulate(args):
     s = build(m, args.algorithm, cache_dir=args.cache_dir, progress=not args.quiet, **build_options(args))
     integ, auto = choose_integrator(s, opt, args.force, m.name)
     extra = {"alpha": opt["hht_alpha"]} if integ == "hht" else {}
+    if args.baumgarte is not None:
+        if not getattr(m, "cuts", None):
+            raise ValueError("--baumgarte: the model has no closed loops (no `loops:` section)")
+        extra["baumgarte"] = args.baumgarte
     out = args.out or default_out(args, m, integ, origin, auto)
     try:
         res = s.simulate(opt["t_end"], opt["dt"], integrator=integ, rtol=opt["rtol"], atol=opt["atol"],
@@ -169,6 +177,10 @@ def cmd_simulate(args):
     en = res.meta["energy"]
     print(f"{m.name}: {len(res.t) - 1} samples to t = {res.t[-1]:g} s with {integ} "
           f"[{s.algorithm} {s.options}] in {res.meta['wall_time_s']:.3f} s wall; {energy_text(en)}")
+    if res.meta.get("constraint_violation_max"):
+        cv = res.meta["constraint_violation_max"]
+        print(f"  loops:   largest constraint violation {cv['position']:.2e} (position), {cv['velocity']:.2e} "
+              f"(velocity); Baumgarte rate {res.meta['baumgarte']:g} 1/s")
     print(f"  results: {path}")
     stem = os.path.splitext(path)[0]
     if args.csv:

@@ -104,6 +104,20 @@ def table(ref: str = "origin") -> List[Tuple[str, sp.Matrix, sp.Matrix, sp.Matri
     return out
 
 
+def elements(ref: str = "origin") -> dict:
+    """For ``mbgen inspect loops-REF``: Phi, J_i, J_j, gamma of every basic constraint at reference point ref
+    (centroid: Tables 1-2, origin: Tables 3-4), then the rows of every cut joint type."""
+    out = {}
+    for kind in ("d1", "d2", "s", "ss"):
+        Ji, Jj, g, phi = derive(kind, ref)
+        out[f"Phi_{kind}"] = sp.Matrix([phi]) if not isinstance(phi, sp.MatrixBase) else phi
+        out[f"J_i {kind}"], out[f"J_j {kind}"] = Ji, Jj
+        out[f"gamma {kind}"] = g
+    for t, rows in ROWS.items():
+        out[f"rows {t}"] = sp.Matrix([sp.Symbol(f"d1(e{a},f{b})" if k == "d1" else f"d2(e{a})") for k, a, b in rows])
+    return out
+
+
 def row_kernel_obj(kind: str, ref: str) -> Kernel:
     """Kernel ``loop_<kind>``: one constraint row from world vectors: J_i, J_j (6 each) and gamma."""
     if ref not in REF_POINTS:
@@ -137,16 +151,3 @@ def row_kernel_obj(kind: str, ref: str) -> Kernel:
 def row_kernel(kind: str, ref: str) -> KernelCode:
     k = row_kernel_obj(kind, ref)
     return KernelCode(k.name, k.equation, k.doc, k.params(), tuple(k.lines))
-
-
-def describe(ref: str = "origin") -> str:
-    """Text for ``mbgen inspect loops``: the basic constraints, their Jacobians and right-hand sides, and the
-    rows of every cut joint type."""
-    lines = [f"Basic constraints (Kang & Yoon Tables {'3-4' if ref == 'origin' else '1-2'}, reference point {ref}):",
-             "  J_i Ydot_i + J_j Ydot_j = gamma,  Y = (v at P, omega)"]
-    for kind, Ji, Jj, g in table(ref):
-        lines += [f"  {kind}:", f"    J_i   = {list(Ji)}", f"    J_j   = {list(Jj)}", f"    gamma = {list(g)}"]
-    lines.append("Rows per cut joint type (side i axes e0 e1 e2, side j axes f0 f1 f2; joint axis e2):")
-    for t, rows in ROWS.items():
-        lines.append(f"  {t:<12} " + ", ".join(f"d1(e{a}, f{b})" if k == "d1" else f"d2(e{a})" for k, a, b in rows))
-    return "\n".join(lines)

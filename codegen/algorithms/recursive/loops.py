@@ -19,12 +19,11 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from ...model import GROUND, JOINT_TYPES, Model
+from ...model import GROUND, JOINT_TYPES, Model, ModelError
 from ...symbolic.loops import ROWS, planar_rows
 from ..tree_plan import Plan, canonical_rotation
 
 NP_CUT = 24          # per cut: p_i (3), e0 e1 e2 (9), p_j (3), f0 f1 f2 (9)
-PLANAR_TYPES = {"revolute": "parallel", "planar": "parallel", "prismatic": "normal", "fixed": "any"}
 
 
 @dataclass
@@ -65,6 +64,9 @@ class LoopPlan(Plan):
             K = canonical_rotation(c.type, c.axis, c.axis2)
             normal, K = self._planar(c, bi, bj, K)
             rows = ROWS[c.type] if normal is None else planar_rows(c.type, normal)
+            if not rows:
+                raise ModelError("this cut joint constrains nothing: its loop moves in a plane where the joint "
+                                 "allows every motion", model.source, f"loops[{c.name}]")
             self.cuts.append(Cut(c.name, c.type, bi, bj, K, [Row(k, a, b, m + r) for r, (k, a, b) in
                                                               enumerate(rows)], normal))
             m += len(rows)
@@ -131,20 +133,16 @@ class LoopPlan(Plan):
         if bi not in n_in or bj not in n_in or any(b not in n_in for b in seq):
             return None, K
         nloc = cut.parent_frame.rot.T @ n_in[bi]                    # normal in the cut's joint frame
-        if not np.allclose(cut.child_frame.rot.T @ n_in[bj], nloc, atol=1e-9):
-            return None, K
-        kind = PLANAR_TYPES.get(cut.type)
-        axis = cut.axis
-        if cut.type in ("spherical", "fixed"):
-            K = canonical_rotation("revolute", nloc, None)                       # e2 = n
-            return 2, K
-        if cut.type == "cylindrical":
-            kind = "parallel" if abs(abs(axis @ nloc) - 1) < 1e-9 else "normal"
-        if kind == "parallel" and abs(abs(axis @ nloc) - 1) < 1e-9:
-            return 2, K
-        if kind == "normal" and abs(axis @ nloc) < 1e-9:
-            e0 = nloc / np.linalg.norm(nloc)
-            return 0, np.column_stack([e0, np.cross(axis, e0), axis])            # e0 = n, e2 = axis
+        nloc = nloc / np.linalg.norm(nloc)
+        # cut frame axes with n along one of them: the rows along n are then the identically satisfied ones (the
+        # tree turns side j only about n, so side j's axis along n stays n; spherical rows use side i's axes only)
+        if cut.axis is None:                                                     # spherical, fixed: e2 = n
+            return 2, canonical_rotation("revolute", nloc, None)
+        if cut.type != "universal" and abs(cut.axis @ nloc) < 1e-9:              # axis in the plane: e0 = n
+            return 0, np.column_stack([nloc, np.cross(cut.axis, nloc), cut.axis])
+        for k in range(3):
+            if abs(abs(K[:, k] @ nloc) - 1) < 1e-9:
+                return k, K
         return None, K
 
     @staticmethod
