@@ -43,9 +43,19 @@ def register_cache(sub):
 
 def cmd_check(args):
     m = load_spec(args.model, args)
-    print(f"{m.source}: ok - {len(m.bodies)} bodies, {len(m.joints)} joints, nq = {m.nq}, nv = {m.nv}")
-    from ..algorithms.tree_plan import Plan
-    for row in (m.roadmap() if hasattr(m, "roadmap") else Plan(m).roadmap()):   # beam models plan themselves
+    cuts = getattr(m, "cuts", None)
+    if cuts:                                       # the closure of the initial state needs the kinematics: build
+        from ..runtime import build
+        s = build(m, "recursive", progress=False)
+        print(f"{m.source}: ok - {len(m.bodies)} bodies, {len(m.joints)} joints, {len(cuts)} cut joint(s) with "
+              f"{s.plan.nm} constraint rows, nq = {m.nq}, nv = {m.nv}, {m.nv - s.plan.nm} degrees of freedom; the "
+              "loops close at the initial state")
+        rows = s.plan.roadmap()
+    else:
+        from ..algorithms.tree_plan import Plan
+        print(f"{m.source}: ok - {len(m.bodies)} bodies, {len(m.joints)} joints, nq = {m.nq}, nv = {m.nv}")
+        rows = m.roadmap() if hasattr(m, "roadmap") else Plan(m).roadmap()    # beam models plan themselves
+    for row in rows:
         print("  " + row)
 
 

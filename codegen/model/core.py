@@ -193,24 +193,56 @@ class Model:
 
     def to_dict(self) -> dict:
         """Round-trippable plain description (as in the YAML format)."""
-        def pl(p):
-            return {"pos": p.pos.tolist(), "matrix": p.rot.tolist()}
-        d = {"name": self.name, "gravity": self.gravity.tolist(),
-             "bodies": [{"name": b.name, "mass": b.mass, "com": b.com.tolist(), "inertia": b.inertia.tolist()}
-                        for b in self.bodies], "joints": []}
-        for j in self.joints:
-            e = {"name": j.name, "type": j.type, "parent": j.parent, "child": j.child,
-                 "parent_frame": pl(j.parent_frame), "child_frame": pl(j.child_frame)}
-            for k in ("axis", "axis2", "q0", "u0"):
-                if getattr(j, k) is not None:
-                    e[k] = np.asarray(getattr(j, k)).tolist()
-            d["joints"].append(e)
-        if self.cuts:
-            d["loops"] = [{"name": c.name, "type": c.type, "parent": c.parent, "child": c.child,
-                           "parent_frame": pl(c.parent_frame), "child_frame": pl(c.child_frame),
-                           **{k: np.asarray(getattr(c, k)).tolist() for k in ("axis", "axis2")
-                              if getattr(c, k) is not None}} for c in self.cuts]
-        return d
+        return model_dict(self)
+
+
+# ---------------------------------------------------------------- plain description (YAML export, to_dict)
+
+def _f(x):
+    return [_f(v) for v in x] if isinstance(x, (list, tuple, np.ndarray)) else float(x)
+
+
+def model_dict(model: Model) -> dict:
+    """Everything of a Model as the YAML schema (README "Model files"): loads back to the same model."""
+    def frame(p):
+        out = {"pos": _f(p.pos)}
+        if not np.array_equal(p.rot, np.eye(3)):
+            out["matrix"] = _f(p.rot)
+        return out
+
+    d = {"name": model.name, "gravity": _f(model.gravity),
+         "bodies": [{"name": b.name, "mass": float(b.mass), "com": _f(b.com), "inertia": _f(b.inertia)}
+                    for b in model.bodies], "joints": []}
+    cut_ids = {id(c) for c in model.cuts}
+    for j in model.joints + model.cuts:
+        e = {"name": j.name, "type": j.type, "parent": j.parent, "child": j.child,
+             "parent_frame": frame(j.parent_frame), "child_frame": frame(j.child_frame)}
+        for k in ("axis", "axis2", "q0", "u0"):
+            if getattr(j, k) is not None:
+                e[k] = _f(getattr(j, k))
+        d.setdefault("loops" if id(j) in cut_ids else "joints", []).append(e)
+    forces = []
+    for s in model.springs:
+        forces.append({"name": s.name, "type": "joint_spring_damper", "joint": s.joint, "stiffness": _f(s.stiffness),
+                       "damping": _f(s.damping), "q_ref": _f(s.q_ref)})
+    for p in model.point_springs:
+        forces.append({"name": p.name, "type": "point_spring_damper", "body_a": p.body_a, "point_a": _f(p.point_a),
+                       "body_b": p.body_b, "point_b": _f(p.point_b), "stiffness": float(p.stiffness),
+                       "damping": float(p.damping), "length": float(p.length)})
+    for fe in model.joint_forces:
+        fn = fe.function
+        value = {"constant": lambda: {"constant": float(fn.value)},
+                 "sine": lambda: {"sine": {"amplitude": float(fn.amplitude), "frequency": float(fn.frequency),
+                                           "phase": float(fn.phase), "offset": float(fn.offset)}},
+                 "step": lambda: {"step": {"t0": float(fn.t0), "before": float(fn.value_before),
+                                           "after": float(fn.value)}},
+                 "table": lambda: {"table": {"t": _f(fn.t), "value": _f(fn.y)}}}[fn.kind]()
+        forces.append({"name": fe.name, "type": "joint_force", "joint": fe.joint, "dof": int(fe.dof), "value": value})
+    if forces:
+        d["forces"] = forces
+    if model.simulation:
+        d["simulation"] = dict(model.simulation)
+    return d
 
 
 def default_q(jtype: str) -> np.ndarray:

@@ -25,7 +25,7 @@ from typing import Dict, List, Tuple
 import numpy as np
 
 from .checks import ModelError
-from .core import GROUND, JOINT_TYPES, Model
+from .core import GROUND, JOINT_TYPES, Model, model_dict
 from .robotfiles import ModelWarning, unique_name
 from .rotations import rot_to_quat
 
@@ -38,56 +38,13 @@ def export_model(model, fmt: str) -> str:
         raise ModelError(f"unknown export format {fmt!r} (known: {', '.join(FORMATS)})", model.source)
     if not isinstance(model, Model):
         raise ModelError("export handles rigid-body tree models (this is a flexible-beam model)", model.source)
+    if model.cuts and fmt != "yaml":
+        raise ModelError(f"{fmt.upper()} export handles trees; this model closes loops with cut joints "
+                         f"({', '.join(c.name for c in model.cuts)}): export to yaml", model.source, "loops")
     return {"yaml": to_yaml, "urdf": to_urdf, "mjcf": to_mjcf}[fmt](model)
 
 
 # ---------------------------------------------------------------- YAML (our format, complete)
-
-def _f(x):
-    return [_f(v) for v in x] if isinstance(x, (list, tuple, np.ndarray)) else float(x)
-
-
-def model_dict(model: Model) -> dict:
-    """Everything of a Model as the YAML schema (README "Model files"): loads back to the same model."""
-    def frame(p):
-        out = {"pos": _f(p.pos)}
-        if not np.array_equal(p.rot, np.eye(3)):
-            out["matrix"] = _f(p.rot)
-        return out
-
-    d = {"name": model.name, "gravity": _f(model.gravity),
-         "bodies": [{"name": b.name, "mass": float(b.mass), "com": _f(b.com), "inertia": _f(b.inertia)}
-                    for b in model.bodies], "joints": []}
-    for j in model.joints:
-        e = {"name": j.name, "type": j.type, "parent": j.parent, "child": j.child,
-             "parent_frame": frame(j.parent_frame), "child_frame": frame(j.child_frame)}
-        for k in ("axis", "axis2", "q0", "u0"):
-            if getattr(j, k) is not None:
-                e[k] = _f(getattr(j, k))
-        d["joints"].append(e)
-    forces = []
-    for s in model.springs:
-        forces.append({"name": s.name, "type": "joint_spring_damper", "joint": s.joint, "stiffness": _f(s.stiffness),
-                       "damping": _f(s.damping), "q_ref": _f(s.q_ref)})
-    for p in model.point_springs:
-        forces.append({"name": p.name, "type": "point_spring_damper", "body_a": p.body_a, "point_a": _f(p.point_a),
-                       "body_b": p.body_b, "point_b": _f(p.point_b), "stiffness": float(p.stiffness),
-                       "damping": float(p.damping), "length": float(p.length)})
-    for fe in model.joint_forces:
-        fn = fe.function
-        value = {"constant": lambda: {"constant": float(fn.value)},
-                 "sine": lambda: {"sine": {"amplitude": float(fn.amplitude), "frequency": float(fn.frequency),
-                                           "phase": float(fn.phase), "offset": float(fn.offset)}},
-                 "step": lambda: {"step": {"t0": float(fn.t0), "before": float(fn.value_before),
-                                           "after": float(fn.value)}},
-                 "table": lambda: {"table": {"t": _f(fn.t), "value": _f(fn.y)}}}[fn.kind]()
-        forces.append({"name": fe.name, "type": "joint_force", "joint": fe.joint, "dof": int(fe.dof), "value": value})
-    if forces:
-        d["forces"] = forces
-    if model.simulation:
-        d["simulation"] = dict(model.simulation)
-    return d
-
 
 def to_yaml(model: Model) -> str:
     import yaml

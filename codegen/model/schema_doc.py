@@ -84,6 +84,13 @@ def reference_markdown() -> str:
         q0, u0 = kinds.get(t, ("none", "none"))
         out.append(f"| `{t}` | {q0} | {u0} |")
     _section("`parent_frame`, `child_frame`", joint["properties"]["parent_frame"], out)
+    _section("`loops[]`", _items(rigid["properties"]["loops"]), out)
+    out += ["", "A cut joint's frame on the parent side (side i) is `parent_frame` in the parent body frame (world for "
+            "`ground`), on the child side (side j) `child_frame` in the child body frame; the loop is closed when side "
+            "j's frame is where the joint type allows relative to side i's (as for a tree joint at some coordinate). "
+            "The rows per type (revolute 5, prismatic 5, cylindrical 4, universal 4, spherical 3, planar 3, fixed 6) "
+            "lose those that a planar loop satisfies identically. The initial state must close (position and "
+            "velocity, to 1e-6)."]
     force = _items(rigid["properties"]["forces"])
     out += ["", "### `forces[]`", "", force["description"][0].upper() + force["description"][1:] +
             "; `name` and `type` are required.", ""]
