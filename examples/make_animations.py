@@ -14,7 +14,7 @@ import codegen
 from codegen.runtime.animate import animate
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ["balance_pendulum", "flexible_pendulum", "arm7", "humanoid"]
+EXAMPLES = ["balance_pendulum", "flexible_pendulum", "arm7", "humanoid", "five_bar", "quarter_car"]
 MAX_BYTES = 1_000_000
 
 
