@@ -15,7 +15,7 @@ its joint type (``codegen.symbolic.loops.ROWS``) between a frame on side i (its 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import List, Optional
 
 import numpy as np
 
@@ -89,9 +89,8 @@ class LoopPlan(Plan):
         self.slot, self.nslot = slot, n
 
     # ------------------------------------------------------------ planar loops
-    def _path(self, bi: int, bj: int) -> List[Tuple[int, bool]]:
-        """Tree joints (by child body index) between bodies bi and bj, each with the direction of travel
-        (True: from parent to child)."""
+    def _branches(self, bi: int, bj: int):
+        """The loop's tree path: the common ancestor (-1: ground) and the bodies from it down to bi and to bj."""
         def up(b):
             out = []
             while b >= 0:
@@ -99,38 +98,38 @@ class LoopPlan(Plan):
                 b = self.parent[b]
             return out
         ui, uj = up(bi), up(bj)
-        common = set(ui) & set(uj)
-        pi = [b for b in ui if b not in common]
-        pj = [b for b in uj if b not in common]
-        return [(b, False) for b in pi] + [(b, True) for b in reversed(pj)]
+        common = set(uj)
+        top = next((b for b in ui if b in common), -1)
+        down = lambda u: list(reversed(u[:u.index(top)] if top >= 0 else u))     # noqa: E731
+        return top, down(ui), down(uj)
 
     def _planar(self, cut, bi, bj, K):
         """(normal axis index, K) when the loop through cut moves in one plane, else (None, K)."""
         joints = self.model.joints
-        path = self._path(bi, bj)
-        n_in = {}                 # body index (-1 ground) -> plane normal in that body's user frame
-        start = next((b for b, _ in path if joints[b].type in ("revolute", "planar")), None)
+        top, to_i, to_j = self._branches(bi, bj)
+        start = next((b for b in to_i + to_j if joints[b].type in ("revolute", "planar")), None)
         if start is None:
             return None, K
-        j0 = joints[start]
-        n_in[self.parent[start]] = j0.parent_frame.rot @ j0.axis
-        # carry n through every joint of the path, checking that the joint keeps the motion in the plane
-        seq = [b for b, _ in path]
-        for _ in range(len(seq) + 1):                   # propagate along the path until every body has n
-            for b in seq:
-                jt = joints[b]
-                p = self.parent[b]
-                if p in n_in and b not in n_in:
-                    v = jt.parent_frame.rot.T @ n_in[p]
-                    if not self._keeps_plane(jt, v):
-                        return None, K
-                    n_in[b] = jt.child_frame.rot @ v
-                elif b in n_in and p not in n_in:
-                    v = jt.child_frame.rot.T @ n_in[b]
-                    if not self._keeps_plane(jt, v):
-                        return None, K
-                    n_in[p] = jt.parent_frame.rot @ v
-        if bi not in n_in or bj not in n_in or any(b not in n_in for b in seq):
+
+        def carry(n, b, down):
+            """The plane normal across tree joint b (user frames), or None if the joint leaves the plane."""
+            jt = joints[b]
+            v = (jt.parent_frame.rot.T if down else jt.child_frame.rot.T) @ n
+            if not self._keeps_plane(jt, v):
+                return None
+            return (jt.child_frame.rot if down else jt.parent_frame.rot) @ v
+
+        n = joints[start].parent_frame.rot @ joints[start].axis      # in start's parent's frame
+        b = self.parent[start]
+        while n is not None and b != top:                             # up to the common ancestor
+            n, b = carry(n, b, False), self.parent[b]
+        n_in = {top: n}                                               # body (-1 ground) -> normal in its frame
+        for branch in (to_i, to_j):                                   # down both branches, every joint checked
+            m = n
+            for b in branch:
+                m = None if m is None else carry(m, b, True)
+                n_in[b] = m
+        if any(v is None for v in n_in.values()):
             return None, K
         nloc = cut.parent_frame.rot.T @ n_in[bi]                    # normal in the cut's joint frame
         nloc = nloc / np.linalg.norm(nloc)
