@@ -278,3 +278,13 @@ def test_gamma_is_the_second_derivative(ref):
         J = np.array(Ji.row_join(Jj).subs(subs), float)
         gam = np.array(g.subs(subs), float).ravel()
         assert np.allclose(J @ np.array(Yd) - gam, fd.ravel(), rtol=1e-5, atol=1e-5), kind
+
+
+@pytest.mark.parametrize("script, args", [("five_bar_figures.py", ["--t-end", "0.2"]),
+                                          ("quarter_car_figures.py", ["--t-end", "0.2"])])
+def test_loop_figure_scripts(tmp_path, script, args):
+    """The example scripts of M2 and M6 on a short horizon: figures and a summary written."""
+    r = subprocess.run([sys.executable, str(EXAMPLES / script), *args, "--out", str(tmp_path)], capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert len(list(tmp_path.glob("*.png"))) >= 2 and (tmp_path / "summary.txt").exists()
