@@ -259,7 +259,7 @@ class System:
                  rtol: float = 1e-8, atol: float = 1e-10, h_max: Optional[float] = None, substeps: int = 1,
                  progress: bool = False, alpha: float = -0.05, newton_tol: float = 1e-6, max_newton: int = 20,
                  check_energy: Optional[float] = None, keep_partial: bool = False, joint_wrench: bool = False,
-                 baumgarte: Optional[float] = None) -> Result:
+                 baumgarte: Optional[float] = None, projection: bool = False) -> Result:
         """Integrate from the model's initial state (or q0, u0) to t_end, sampling every dt.
 
         rk4 takes fixed steps of dt / substeps; dopri5 chooses its own steps (rtol, atol, h_max) and writes the
@@ -282,7 +282,9 @@ class System:
 
         Closed loops (cut joints): the start state must close (ModelError otherwise); Baumgarte's stabilisation
         gamma - 2 b Phi' - b^2 Phi holds the drift down, b = ``baumgarte`` [1/s] (default 1 / (10 h), h the
-        step; 0: off); result.extra gets cut_joint_wrench (nt x n_cuts x 6: the force side i exerts on side j
+        step; 0: off); projection=True projects the state back onto the constraint manifold after every step
+        instead (Newton steps on Phi(q) = 0 to 1e-12, then the velocities onto Phi' = 0; Baumgarte then off unless
+        given); result.extra gets cut_joint_wrench (nt x n_cuts x 6: the force side i exerts on side j
         through the cut, about the cut point, in side j's cut frame, like joint_wrench), cut_joint_names,
         multipliers (nt x m), constraint_violation (nt x n_cuts x 2: the largest |Phi| and |Phi'| of each cut's
         rows) and cut_q / cut_q_names (the cut joints' own coordinates); meta["constraint_violation_max"].
@@ -318,11 +320,14 @@ class System:
         if self.loops:
             if q0 is not None or u0 is not None:
                 check_closure(self, x[:self.nq], x[self.nq:], "given start state")
-            b = 0.1 / (dt / substeps if integrator != "dopri5" else min(dt, h_max or dt)) if baumgarte is None \
-                else float(baumgarte)
+            b = (0.0 if projection else 0.1 / (dt / substeps if integrator != "dopri5" else min(dt, h_max or dt))) \
+                if baumgarte is None else float(baumgarte)
             if not (b >= 0 and math.isfinite(b)):
                 raise ValueError(f"baumgarte must be a non-negative rate [1/s], got {baumgarte!r}")
             self.kernel.alpha = self.kernel.beta = b
+            self.kernel.project_on, self.kernel.project_tol = int(bool(projection)), 1e-12
+        elif projection:
+            raise ValueError("projection: the model has no closed loops (no `loops:` section)")
         acc, nfact = None, 0
 
         def hht(t0, x, m):                    # m samples of HHT-alpha (the state x is updated in place)
@@ -352,7 +357,7 @@ class System:
             meta.update(hht_alpha=alpha, newton_iterations=int(stats[2]), newton_not_converged=int(stats[3]),
                         newton_factorizations=nfact)
         if self.loops:
-            meta["baumgarte"] = self.kernel.alpha
+            meta["baumgarte"], meta["projection"] = self.kernel.alpha, bool(projection)
             if fail and fail["code"] == 6:
                 fail = dependent_rows_detail(self, fail)
         n = fail["sample"] if fail else len(ts)

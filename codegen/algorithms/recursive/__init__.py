@@ -26,7 +26,7 @@ def recursive_template_vars(plan, options: dict) -> dict:
         m = plan.nm
         lw, nloop = work_layout((("phi", plan.nslot * m * 6), ("G", plan.nslot * 6 * m), ("Lam", m * m),
                                  ("gbar", m), ("cpos", m), ("cvel", m), ("lam", m), ("Jrow", 12 * m),
-                                 ("phi2", 6 * m)))
+                                 ("phi2", 6 * m), ("Jq", m * plan.nv), ("du", plan.nv + plan.nq)))
         lw = {k: {"off": v["off"] + per_body * plan.nb, "size": v["size"]} for k, v in lw.items()}
     tv = template_vars(plan, per_body * plan.nb + nloop)
     nvs = tuple(sorted({nv for _, nv in tv["types_nv"]}))
