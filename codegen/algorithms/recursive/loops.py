@@ -45,6 +45,14 @@ class Cut:
     normal: Optional[int]     # planar loop: the cut frame axis along the plane normal
     index: int = 0            # parameter offset
 
+    @property
+    def row0(self) -> int:
+        return self.rows[0].index
+
+    @property
+    def row_last(self) -> int:
+        return self.rows[-1].index
+
 
 def _unit_or_none(v):
     n = np.linalg.norm(v)
@@ -189,8 +197,8 @@ class LoopPlan(Plan):
 
     def loop_vars(self) -> dict:
         """Template variables of the loop part (templates/recursive/loops.pyx.j2)."""
-        return dict(cuts=self.cuts, nm=self.nm, nslot=self.nslot, slot=self.slot,
-                    types_of=[JOINT_TYPES[t][1] for t in self.types])
+        return dict(cuts=self.cuts, ncut=len(self.cuts), nm=self.nm, nslot=self.nslot,
+                    slot_c=",".join(map(str, self.slot)), nv_of_c=",".join(str(JOINT_TYPES[t][1]) for t in self.types))
 
 
 def make_plan(model: Model) -> Plan:
