@@ -334,7 +334,14 @@ def runaway(system, res, X):
 
 
 def versions():
-    import platform
-    from importlib.metadata import version         # not `import sympy`: that alone takes ~1 s at start-up
-    return {"mbgen": __version__, "numpy": np.__version__, "sympy": version("sympy"),
-            "cython": version("Cython"), "python": platform.python_version()}
+    """Versions for a result's meta (read once per process: the metadata lookup costs ~6 ms)."""
+    global _VERSIONS
+    if _VERSIONS is None:
+        import platform
+        from importlib.metadata import version         # not `import sympy`: that alone takes ~1 s at start-up
+        _VERSIONS = {"mbgen": __version__, "numpy": np.__version__, "sympy": version("sympy"),
+                     "cython": version("Cython"), "python": platform.python_version()}
+    return dict(_VERSIONS)
+
+
+_VERSIONS = None
