@@ -844,17 +844,8 @@ def four_bar_dict(L=(0.8, 1.8, 1.5), ground=2.0, theta=1.2):
 
 def random_state_for(k: KKT, rng, u_scale=1.0):
     """Random (q, u) in k's layout (quaternions normalised)."""
-    q, u = [], []
-    for j in k.order:
-        t = j["type"]
-        nq, nv = NQ_NV[t]
-        x = list(rng.uniform(-1.5, 1.5, nq))
-        if t in QUAT_AT:
-            o = QUAT_AT[t]
-            x[o:o + 4] = list(unit(rng.normal(size=4)))
-        q += x
-        u += list(rng.normal(scale=u_scale, size=nv))
-    return np.array(q), np.array(u)
+    from support.peers_from_file import random_state
+    return random_state({"joints": k.order}, [f"{j['name']}.q" for j in k.order], rng, u_scale)
 
 
 if __name__ == "__main__":
