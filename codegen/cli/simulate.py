@@ -158,14 +158,11 @@ def cmd_simulate(args):
     s = build(m, args.algorithm, cache_dir=args.cache_dir, progress=not args.quiet, **build_options(args))
     integ, auto = choose_integrator(s, opt, args.force, m.name)
     extra = {"alpha": opt["hht_alpha"]} if integ == "hht" else {}
-    if args.baumgarte is not None:
-        if not getattr(m, "cuts", None):
-            raise ValueError("--baumgarte: the model has no closed loops (no `loops:` section)")
-        extra["baumgarte"] = args.baumgarte
-    if args.projection:
-        if not getattr(m, "cuts", None):
-            raise ValueError("--projection: the model has no closed loops (no `loops:` section)")
-        extra["projection"] = True
+    for name, given in (("baumgarte", args.baumgarte is not None), ("projection", args.projection)):
+        if given:
+            if not getattr(m, "cuts", None):
+                raise ValueError(f"--{name}: the model has no closed loops (no `loops:` section)")
+            extra[name] = getattr(args, name)
     out = args.out or default_out(args, m, integ, origin, auto)
     try:
         res = s.simulate(opt["t_end"], opt["dt"], integrator=integ, rtol=opt["rtol"], atol=opt["atol"],

@@ -257,18 +257,7 @@ def read_model_file(path) -> dict:
     """The top-level mapping of a model file, read within the limits; ModelError naming the file else."""
     import yaml
     path = os.fspath(path)
-    limit = LIMITS["file_mb"] * 2 ** 20
-    try:
-        if os.path.isdir(path):
-            raise ModelError("cannot read: it is a folder", path)
-        with open(path, "rb") as fh:
-            data = fh.read(limit + 1)
-    except OSError as e:
-        raise ModelError(f"cannot read: {e.strerror or e}", path) from None
-    if len(data) > limit:
-        raise ModelError(f"file larger than {LIMITS['file_mb']} MB ({limits_text()})", path)
-    if not data.strip():
-        raise ModelError("empty file: expected a mapping with bodies and joints (or beams and joints)", path)
+    data = read_limited(path, "empty file: expected a mapping with bodies and joints (or beams and joints)")
     try:
         if data.startswith((b"\xff\xfe", b"\xfe\xff")):
             text = data.decode("utf-16")

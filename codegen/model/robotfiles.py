@@ -53,8 +53,9 @@ def root_tag(head: bytes):
     return m.group(1).decode("ascii", "replace") if m else None
 
 
-def read_limited(path: str) -> bytes:
-    """The file's bytes, at most LIMITS['file_mb']; ModelError naming the file otherwise."""
+def read_limited(path: str, empty: str = "empty file") -> bytes:
+    """The file's bytes, at most LIMITS['file_mb']; ModelError naming the file otherwise (``empty``: the message
+    for a file of only white space)."""
     limit = LIMITS["file_mb"] * 2 ** 20
     try:
         if os.path.isdir(path):
@@ -66,7 +67,7 @@ def read_limited(path: str) -> bytes:
     if len(data) > limit:
         raise ModelError(f"file larger than {LIMITS['file_mb']} MB ({limits_text()})", path)
     if not data.strip():
-        raise ModelError("empty file", path)
+        raise ModelError(empty, path)
     return data
 
 

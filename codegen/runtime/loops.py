@@ -15,6 +15,11 @@ def row_cuts(plan):
     return [c.name for c in plan.cuts for _ in c.rows]
 
 
+def per_cut_max(plan, v):
+    """max |v| over each cut's rows: v (..., NM) -> (..., n_cuts)."""
+    return np.stack([np.max(np.abs(v[..., [r.index for r in c.rows]]), axis=-1) for c in plan.cuts], axis=-1)
+
+
 def check_closure(system, q, u, where: str = "initial state"):
     """Raise ModelError naming the cut joint whose constraints the state (q, u) violates by more than
     CLOSURE_TOL, at position or velocity level."""
@@ -23,9 +28,8 @@ def check_closure(system, q, u, where: str = "initial state"):
     for level, what, unit in ((0, "does not close", "m or rad"), (1, "moves apart", "m/s or rad/s")):
         r = int(np.argmax(np.abs(viol[:, level])))
         if abs(viol[r, level]) > CLOSURE_TOL:
-            per_cut = {n: float(np.max(np.abs(viol[[k for k, m in enumerate(names) if m == n], level])))
-                       for n in dict.fromkeys(names)}
-            worst = ", ".join(f"{n}: {v:.3g}" for n, v in per_cut.items() if v > CLOSURE_TOL)
+            worst = ", ".join(f"{c.name}: {v:.3g}" for c, v in zip(system.plan.cuts, per_cut_max(system.plan, viol[:, level]))
+                              if v > CLOSURE_TOL)
             raise ModelError(f"the cut joint {what} at the {where} by up to {abs(viol[r, level]):.3g} {unit} "
                              f"(tolerance {CLOSURE_TOL:g}; per cut: {worst}); "
                              + ("check its frames against the tree's q0" if level == 0 else
@@ -59,12 +63,8 @@ def cut_coordinates(model, frames):
 def loop_outputs(system, X, ts) -> dict:
     """Result extras of a closed-loop model (see System.simulate)."""
     lam, wrench, viol, frames = system.kernel.loop_history(X, ts)
-    names = row_cuts(system.plan)
-    cuts = [c.name for c in system.model.cuts]
-    per_cut = np.zeros((len(ts), len(cuts), 2))
-    for c, n in enumerate(cuts):
-        rows = [k for k, m in enumerate(names) if m == n]
-        per_cut[:, c] = np.max(np.abs(viol[:, rows]), axis=1)
+    cuts = [c.name for c in system.plan.cuts]
+    per_cut = np.stack([per_cut_max(system.plan, viol[..., 0]), per_cut_max(system.plan, viol[..., 1])], axis=-1)
     K = np.array([c.K for c in system.plan.cuts])          # cut frame axes in the user's joint frame
     wrench = np.concatenate([np.einsum("cab,tcb->tca", K, wrench[..., :3]),
                              np.einsum("cab,tcb->tca", K, wrench[..., 3:])], axis=2)
