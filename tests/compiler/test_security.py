@@ -176,3 +176,16 @@ def test_results_never_replace_a_special_file(tmp_path):
             atomic_write(str(target), lambda fh: fh.write(b"x"))
     assert fifo.exists() and not fifo.is_file()
     assert os.path.exists("/dev/null") and not os.path.isfile("/dev/null")
+
+
+def test_planted_cut_joint_names_stay_in_comments(tmp_path):
+    """The names of a closed-loop model (cut joints included) reach the source only inside comments."""
+    from support.systems import EXAMPLES
+    flag = tmp_path / "ran.txt"
+    d = codegen.load_model(str(EXAMPLES / "five_bar.yaml")).to_dict()
+    for payload in payloads(flag):
+        e = copy.deepcopy(d)
+        e["name"], e["loops"][0]["name"] = "m" + payload, "q5" + payload
+        src = generated_source(codegen.model_from_dict(e), "recursive")
+        assert_only_in_comments(src, payload)
+        assert not flag.exists()

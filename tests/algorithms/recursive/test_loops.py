@@ -300,3 +300,22 @@ def test_loop_figure_scripts(tmp_path, script, args):
                        text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     assert len(list(tmp_path.glob("*.png"))) >= 2 and (tmp_path / "summary.txt").exists()
+
+
+def test_cli_bad_loop_input_exits_2(tmp_path):
+    """The command line: a cut that does not close, and --projection on a tree model: exit 2, the file and field
+    (or the option) named, nothing written."""
+    import yaml
+    d = _five_bar_dict()
+    d["loops"][0]["parent_frame"]["pos"][1] += 0.01
+    bad = tmp_path / "open_loop.yaml"
+    bad.write_text(yaml.safe_dump(d))
+    out = tmp_path / "r.npz"
+    for args in (["simulate", str(bad)], ["check", str(bad)],
+                 ["simulate", str(EXAMPLES / "balance_pendulum.yaml"), "--projection"]):
+        p = subprocess.run([sys.executable, "-m", "codegen.cli", *args, "--out", str(out), "--quiet"][:len(args) + 3]
+                           if args[0] == "simulate" else [sys.executable, "-m", "codegen.cli", *args],
+                           capture_output=True, text=True)
+        assert p.returncode == 2, (args, p.stderr)
+        assert ("open_loop.yaml: loops[q5]" in p.stderr) if "open_loop" in args[1] else ("--projection" in p.stderr)
+        assert "Traceback" not in p.stderr and not out.exists()
