@@ -1,10 +1,10 @@
 """Algorithm families, one folder each; adding one is one line here (see docs/architecture.md)."""
 from __future__ import annotations
 
-from . import cfa, dense, mstmm, rancf, recursive
+from . import cfa, dense, grcr, mstmm, rancf, recursive
 from .family import BuildError, Family
 
-FAMILIES = {f.name: f for f in (recursive.FAMILY, dense.FAMILY, mstmm.FAMILY, rancf.FAMILY, cfa.FAMILY)}
+FAMILIES = {f.name: f for f in (recursive.FAMILY, dense.FAMILY, mstmm.FAMILY, rancf.FAMILY, cfa.FAMILY, grcr.FAMILY)}
 
 
 def family(name: str, model=None) -> Family:

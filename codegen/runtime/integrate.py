@@ -46,7 +46,7 @@ def start_state(system, t_end, dt, q0=None, u0=None):
         raise ValueError("t_end and dt must be positive")
     if round(t_end / dt) < 1:
         raise ValueError(f"t_end = {t_end:g} is shorter than one sample interval dt = {dt:g}")
-    qi, ui = system.model.initial_state()
+    qi, ui = system.initial_state()
     q, u = system._qu(qi if q0 is None else np.asarray(q0, float), ui if u0 is None else np.asarray(u0, float))
     if not (np.all(np.isfinite(q)) and np.all(np.isfinite(u))):
         raise ValueError("the initial state must be finite")

@@ -14,6 +14,7 @@ from ..model import BeamModel
 from .integrate import (divergence, energy_balance, integrate_chunks, rk4_stable_step, runaway, start_state,
                         versions)
 from .animate import beam_geometry, joint_geometry
+from . import grcr
 from .loops import check_closure, dependent_rows_detail, loop_outputs
 from .result import Result
 
@@ -41,6 +42,8 @@ class System:
         algorithm = algorithm or "recursive"
         self.algorithm = algorithm
         self.family = family("rancf" if self.beams else algorithm, model)
+        self.grcr = self.family.name == "grcr"
+        dependents = options.pop("dependents", None) if self.grcr else None
         self.module, self.build_info = build_module(model, self.family.name, cache_dir=cache_dir,
                                                     progress=progress, **options)
         self.options = dict(self.build_info["options"])
@@ -59,17 +62,38 @@ class System:
             self.inverse_dynamics = self.kernel.inverse_dynamics
         self.nq, self.nv = model.nq, model.nv
         self.loops = bool(getattr(model, "cuts", None))
-        if self.loops:
-            check_closure(self, *model.initial_state())
         self._K = None                      # canonical joint rotations (joint wrenches), on first use
         self.coord_names = model.coord_names
         self.velocity_names = model.velocity_names
+        if self.grcr:                       # the state holds the cut coordinates; dependents chosen
+            grcr.setup(self, dependents)
+            for name in ("inverse_dynamics", "forward_dynamics_batch", "rollout", "joint_wrenches"):
+                setattr(self, name, self._not_grcr(name))
+        elif self.loops:
+            check_closure(self, *model.initial_state())
 
     def __repr__(self):
         what = (f"{len(self.body_names)} beams, {self.plan.nbar} elements" if self.beams
                 else f"{len(self.body_names)} bodies")
         return (f"<System {self.model.name}: {what}, nq={self.nq}, nv={self.nv}, "
                 f"{self.algorithm} {self.options} [{self.build_info['key']}]>")
+
+    def _not_grcr(self, name):
+        def refuse(*a, **k):
+            raise ValueError(f"{name} is not available for algorithm 'grcr' (its constraint forces and batched "
+                             f"partitions are not implemented); use algorithm 'recursive' for this model")
+        return refuse
+
+    def set_dependents(self, dependents="auto"):
+        """grcr: the dependent coordinates, 'auto' or a list of loop coordinates (see codegen.runtime.grcr)."""
+        if not self.grcr:
+            raise ValueError("dependent coordinates belong to algorithm 'grcr'")
+        grcr.set_dependents(self, dependents)
+
+    @property
+    def dependents(self):
+        """grcr: the current dependent coordinates (joint names)."""
+        return grcr.dependent_names(self) if self.grcr else []
 
     @property
     def integrators(self):
@@ -232,6 +256,8 @@ class System:
         return com[0], quat[0]
 
     def initial_state(self):
+        if self.grcr:                       # with the cut coordinates solved for
+            return self._x0[:self.nq].copy(), self._x0[self.nq:].copy()
         return self.model.initial_state()
 
     # ---------------------------------------------------------------- beam models (Hu & Wang)
@@ -317,7 +343,12 @@ class System:
         if check_energy is not None and not (check_energy > 0 and math.isfinite(check_energy)):
             raise ValueError(f"check_energy must be a positive tolerance, got {check_energy!r}")
         x, ts = start_state(self, t_end, dt, q0, u0)
-        if self.loops:
+        if self.grcr:
+            if baumgarte is not None or projection:
+                raise ValueError("grcr solves the dependent coordinates from the loop constraints after every step "
+                                 "(coordinate partitioning): baumgarte and projection belong to algorithm recursive")
+            grcr.start(self, x)
+        elif self.loops:
             if q0 is not None or u0 is not None:
                 check_closure(self, x[:self.nq], x[self.nq:], "given start state")
             b = (0.0 if projection else 0.1 / (dt / substeps if integrator != "dopri5" else min(dt, h_max or dt))) \
@@ -356,7 +387,7 @@ class System:
         if integrator == "hht":
             meta.update(hht_alpha=alpha, newton_iterations=int(stats[2]), newton_not_converged=int(stats[3]),
                         newton_factorizations=nfact)
-        if self.loops:
+        if self.loops and not self.grcr:
             meta["baumgarte"], meta["projection"] = self.kernel.alpha, bool(projection)
             if fail and fail["code"] == 6:
                 fail = dependent_rows_detail(self, fail)
@@ -387,12 +418,21 @@ class System:
             com, quat, ekin, epot, extra = self._beam_outputs(X, ts)
             return Result(ts, q, u, *names, com, quat, ekin, epot, meta, extra)
         com, quat, en = self.kernel.outputs_at(X)
+        if self.grcr:                       # the real bodies (phantoms last)
+            com, quat = com[:, :len(self.body_names)], quat[:, :len(self.body_names)]
         res = Result(ts, q, u, *names, com, quat, en[:, 0].copy(), en[:, 1].copy(), meta,
                      joint_geometry(self.model, self.body_names, com, quat))       # joint_pos etc., for animate
         if joint_wrench:
             res.extra.update(joint_wrench=self._in_joint_frames(self.kernel.joint_wrench_at(X, ts)),
                              joint_names=np.array(self.plan.joint_names))
-        if self.loops and len(ts):
+        if self.grcr and len(ts):
+            extra, total = grcr.outputs(self, X, ts)
+            res.extra.update(extra)
+            meta["partition_switches"] = int(total)
+            meta["dependents"] = getattr(self, "dependents_spec", "auto")
+            cv = res.extra["constraint_violation"]
+            meta["constraint_violation_max"] = {"position": float(cv[..., 0].max()), "velocity": float(cv[..., 1].max())}
+        elif self.loops and len(ts):
             res.extra.update(loop_outputs(self, X, ts))
             cv = res.extra["constraint_violation"]
             meta["constraint_violation_max"] = {"position": float(cv[..., 0].max()), "velocity": float(cv[..., 1].max())}

@@ -17,7 +17,7 @@ from .loops import make_plan
 WORK = (("B2", 36), ("D", 6), ("M", 21), ("Q", 6), ("K", 36), ("k0", 6), ("Yd", 6))
 
 
-def recursive_template_vars(plan, options: dict) -> dict:
+def recursive_template_vars(plan, options: dict, extra: int = 0) -> dict:
     from ...symbolic.articulated import recursive_kernels
     work, per_body = work_layout(WORK)
     loops = getattr(plan, "cuts", None)
@@ -28,9 +28,10 @@ def recursive_template_vars(plan, options: dict) -> dict:
                                  ("gbar", m), ("cpos", m), ("cvel", m), ("lam", m), ("Jrow", 12 * m),
                                  ("phi2", 6 * m), ("Jq", m * plan.nv), ("du", plan.nv + plan.nq)))
         lw = {k: {"off": v["off"] + per_body * plan.nb, "size": v["size"]} for k, v in lw.items()}
-    tv = template_vars(plan, per_body * plan.nb + nloop)
+    tv = template_vars(plan, per_body * plan.nb + nloop + extra)
     nvs = tuple(sorted({nv for _, nv in tv["types_nv"]}))
-    tv.update(work=work, spatial=recursive_kernels(options["ref_point"], nvs), loops=bool(loops), lw=lw)
+    tv.update(work=work, spatial=recursive_kernels(options["ref_point"], nvs), loops=bool(loops), lw=lw,
+              project_hook=bool(loops))
     if loops:
         from ...symbolic.loops import row_kernel
         tv.update(plan.loop_vars(), loop_kernels=[row_kernel(k, options["ref_point"]) for k in ("d1", "d2")])
