@@ -76,7 +76,7 @@ def cmd_source(args):
     if hasattr(m, "beams"):                        # flexible beams: the rancf family
         src = generated_source(m, "rancf")
     else:
-        src = generated_source(m, args.algorithm, **build_options(args))
+        src = generated_source(m, args.algorithm, **{k: v for k, v in build_options(args).items() if k != "dependents"})
     if args.out:
         from ..runtime import atomic_write
         atomic_write(args.out, lambda fh: fh.write(src.encode()))

@@ -86,11 +86,19 @@ def add_model_args(sp_, build=True, cache=True):
         sp_.add_argument("--form", default=None, choices=["serial", "general"],
                          help="form of the cfa method: serial (odd-even elimination along the chains) or general "
                               "(dense A) (default: serial)")
+        sp_.add_argument("--dependents", default=None, metavar="auto|q2,q3,q5",
+                         help="grcr: the dependent coordinates, 'auto' (each loop from its tip inward, the best "
+                              "conditioned) or a comma-separated list of loop joints (the cut joint's among them); "
+                              "a run re-selects them when the partition turns singular (default: auto)")
         if cache:
             sp_.add_argument("--cache-dir", default=None, help=CACHE_HELP)
 
 
 def build_options(args) -> dict:
+    if getattr(args, "dependents", None) is not None:
+        if args.algorithm != "grcr":
+            raise ValueError(f"--dependents applies to --algorithm grcr, not {args.algorithm}")
+        return {"dependents": args.dependents}
     if args.form and args.algorithm != "cfa":
         raise ValueError(f"--form applies to --algorithm cfa, not {args.algorithm}")
     if args.algorithm == "cfa" and args.form:

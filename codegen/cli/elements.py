@@ -57,6 +57,9 @@ def inspect_registry():
         reg[f"loops {p}"] = (f"closed loops at the {p}: the basic constraints d1, d2, s, ss (Phi, J_i, J_j, gamma; "
                              f"Kang & Yoon eqs 37, 44-45, Tables {'3-4' if p == 'origin' else '1-2'}) and the rows of "
                              "every cut joint type", lambda p=p: loops.elements(p))
+    from ..symbolic import grcr
+    reg["grcr"] = ("generalized recursive coordinate reduction (Critchley & Anderson): world joint columns (eq 5), "
+                   "dependent elimination rho, Q (eq 34), R (eq 36), X, W (eqs 76-77), T (eqs 63-64)", grcr.elements)
     for modname in ("ancf", "mstmm_examples"):      # later algorithm families register their elements here
         try:
             mod = __import__(f"codegen.symbolic.{modname}", fromlist=["INSPECT"])

@@ -183,9 +183,14 @@ def cmd_simulate(args):
           f"[{s.algorithm} {s.options}] in {res.meta['wall_time_s']:.3f} s wall; {energy_text(en)}")
     if res.meta.get("constraint_violation_max"):
         cv = res.meta["constraint_violation_max"]
+        how = (f"dependents {res.meta['dependents']}, {res.meta['partition_switches']} partition switch(es)"
+               if s.grcr else f"Baumgarte rate {res.meta['baumgarte']:g} 1/s"
+               + ("; projection after every step" if res.meta["projection"] else ""))
         print(f"  loops:   largest constraint violation {cv['position']:.2e} (position), {cv['velocity']:.2e} "
-              f"(velocity); Baumgarte rate {res.meta['baumgarte']:g} 1/s"
-              + ("; projection after every step" if res.meta["projection"] else ""))
+              f"(velocity); {how}")
+        for t, loop, old, new in zip(*(res.extra.get(k, ()) for k in ("partition_switch_t", "partition_switch_loop",
+                                                                     "partition_switch_old", "partition_switch_new"))):
+            print(f"  switch:  t = {t:.6g} s, loop {loop}: dependents {old} -> {new}")
     print(f"  results: {path}")
     stem = os.path.splitext(path)[0]
     if args.csv:

@@ -17,8 +17,9 @@ from .plan import LOOP_TYPES, GrcrPlan, check
 
 def grcr_scratch(nmax: int) -> int:
     """Doubles of loop_backward's scratch: Y, H, Z, the sums of eqs 53-55 and 92-95, I Y, I H, I Z - Q, Ih0,
-    Ihp, beta."""
-    return 36 + 6 * nmax + 6 + 36 + 36 + 6 + 6 * nmax + nmax * nmax + 6 * nmax + nmax + 36 + 6 * nmax + 6 + 36 + 36 + 6
+    Ihp, beta; the loop's load on its base (sums I Y, I H, I Z - Q, I; a_k = al A_0 + be; F = FA A_0 + Fb)."""
+    return (36 + 6 * nmax + 6 + 36 + 36 + 6 + 6 * nmax + nmax * nmax + 6 * nmax + nmax + 36 + 6 * nmax + 6 + 36 + 36 + 6
+            + 36 + 6 * nmax + 6 + 36 + 36 + 6 + 36 + 6)
 
 
 def template_vars(plan: GrcrPlan, options: dict) -> dict:
