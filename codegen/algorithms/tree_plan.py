@@ -258,3 +258,25 @@ def template_vars(plan: Plan, work_size: int) -> dict:
                 segments=plan.segments, parent=plan.parent, iq=plan.iq, iv=plan.iv, quat=plan.quat_offsets,
                 jcalc={t: jcalc_code(t) for t in plan.joint_types_used}, forces=plan.forces,
                 work_size=work_size + 8, types_nv=[(t, JOINT_TYPES[t][1]) for t in plan.joint_types_used])
+
+
+# Kang & Yoon's recursion (templates/recursive, and the tree part of templates/grcr): workspace per body, in this
+# order (block of NB * size each): B2 (6 x n, column major), D, M (articulated inertia, packed upper triangle), Q,
+# K (n x 6), k0, Ydot.
+ARTICULATED_WORK = (("B2", 36), ("D", 6), ("M", 21), ("Q", 6), ("K", 36), ("k0", 6), ("Yd", 6))
+
+
+def per_body_size() -> int:
+    return work_layout(ARTICULATED_WORK)[1]
+
+
+def articulated_vars(plan: Plan, ref_point: str, extra: int = 0) -> dict:
+    """Variables of templates/recursive/recursive.pyx.j2 without loops: the tree's, the workspace, the spatial
+    algebra of the recursion at the reference point (codegen.symbolic.articulated); ``extra`` doubles of
+    workspace after the per-body blocks."""
+    from ..symbolic.articulated import recursive_kernels
+    work, per_body = work_layout(ARTICULATED_WORK)
+    tv = template_vars(plan, per_body * plan.nb + extra)
+    nvs = tuple(sorted({nv for _, nv in tv["types_nv"]}))
+    tv.update(work=work, spatial=recursive_kernels(ref_point, nvs), loops=False, lw={}, project_hook=False)
+    return tv

@@ -10,8 +10,7 @@ Yoon's passes at the instant global origin); symbolic form of the loop recursion
 run time (dependents, closure, switches): codegen.runtime.grcr.
 """
 from ..family import Family
-from ..recursive import WORK, recursive_template_vars
-from ..tree_plan import work_layout
+from ..tree_plan import articulated_vars, per_body_size, work_layout
 from .plan import LOOP_TYPES, GrcrPlan, check
 
 
@@ -24,13 +23,12 @@ def grcr_scratch(nmax: int) -> int:
 
 def template_vars(plan: GrcrPlan, options: dict) -> dict:
     lv = plan.loop_vars()
-    _, per_body = work_layout(WORK)
     nmax, nchain = lv["nmax"], lv["nchain"]
     gw, size = work_layout((("scratch", grcr_scratch(nmax)), ("G1", 6 * nchain), ("G2", 6 * nchain),
                             ("g3", nchain), ("A", nmax * nmax)))
-    base = per_body * plan.nb
+    base = per_body_size() * plan.nb
     gw = {k: {"off": v["off"] + base, "size": v["size"]} for k, v in gw.items()}
-    tv = recursive_template_vars(plan, {"ref_point": "origin"}, extra=size)
+    tv = articulated_vars(plan, "origin", size)       # the tree outside the chains: Kang & Yoon at the origin
     tv.update(lv, gw=gw, ref_point="origin", project_hook=True)
     return tv
 

@@ -9,17 +9,11 @@ reference points: codegen.symbolic.spatial.
 """
 from ...model import JOINT_TYPES
 from ..family import Family
-from ..tree_plan import template_vars, work_layout
+from ..tree_plan import articulated_vars, per_body_size, work_layout
 from .loops import make_plan
 
-# Workspace per body, in this order (block of NB * size each): B2 (6 x n, column major), D, M (articulated
-# inertia, packed upper triangle), Q, K (n x 6), k0, Ydot.
-WORK = (("B2", 36), ("D", 6), ("M", 21), ("Q", 6), ("K", 36), ("k0", 6), ("Yd", 6))
 
-
-def recursive_template_vars(plan, options: dict, extra: int = 0) -> dict:
-    from ...symbolic.articulated import recursive_kernels
-    work, per_body = work_layout(WORK)
+def recursive_template_vars(plan, options: dict) -> dict:
     loops = getattr(plan, "cuts", None)
     lw, nloop = {}, 0
     if loops:                    # closed loops (eqs 37-46): per loop body Phi (m x 6) and G (nv x m), then Lambda
@@ -27,11 +21,9 @@ def recursive_template_vars(plan, options: dict, extra: int = 0) -> dict:
         lw, nloop = work_layout((("phi", plan.nslot * m * 6), ("G", plan.nslot * 6 * m), ("Lam", m * m),
                                  ("gbar", m), ("cpos", m), ("cvel", m), ("lam", m), ("Jrow", 12 * m),
                                  ("phi2", 6 * m), ("Jq", m * plan.nv), ("du", plan.nv + plan.nq)))
-        lw = {k: {"off": v["off"] + per_body * plan.nb, "size": v["size"]} for k, v in lw.items()}
-    tv = template_vars(plan, per_body * plan.nb + nloop + extra)
-    nvs = tuple(sorted({nv for _, nv in tv["types_nv"]}))
-    tv.update(work=work, spatial=recursive_kernels(options["ref_point"], nvs), loops=bool(loops), lw=lw,
-              project_hook=bool(loops))
+        lw = {k: {"off": v["off"] + per_body_size() * plan.nb, "size": v["size"]} for k, v in lw.items()}
+    tv = articulated_vars(plan, options["ref_point"], nloop)
+    tv.update(loops=bool(loops), lw=lw, project_hook=bool(loops))
     if loops:
         from ...symbolic.loops import row_kernel
         tv.update(plan.loop_vars(), loop_kernels=[row_kernel(k, options["ref_point"]) for k in ("d1", "d2")])
