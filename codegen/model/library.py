@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from .beams import pendulum  # noqa: F401  (flexible pendulum M3)
-from .core import (LIMITS, Body, Joint, JointForce, JointSpringDamper, Model, Placement, TimeFunction,
+from .core import (GROUND, LIMITS, Body, Joint, JointForce, JointSpringDamper, Model, Placement, TimeFunction,
                    limits_text)
 
 AXIAL = 1e-3 / 12
@@ -281,3 +281,139 @@ def branch_system(N: int = 999, m: float = 1.0, L: float = 1.0) -> Model:
     joints.append(ball(7, "body9", low))
     joints.append(ball(5, "body7", low))
     return Model(f"branch_system{N}", bodies, joints, gravity=np.array([0.0, -9.81, 0.0]))
+
+
+# ---------------------------------------------------------------- closed-loop families (cut joints)
+
+def _rev(name, parent, child, ppos, cpos, q0):
+    """Revolute joint about z between two points given in the parent's and the child's body frames."""
+    return Joint(name, "revolute", parent, child, Placement(np.array([ppos[0], ppos[1], 0.0])),
+                 Placement(np.array([cpos[0], cpos[1], 0.0])), axis=[0, 0, 1], q0=[float(q0)])
+
+
+def _loop_simulation():
+    from .simulation import parse_simulation
+    return parse_simulation({"integrator": "rk4", "dt": 1e-3, "t_end": 1.0, "check_energy": 1e-6}, "<library>",
+                            beams=False)
+
+
+def ladder(k: int, L: float = 1.0, m: float = 1.0, width: float = 1.0, theta0: float = 0.4,
+           gravity=(0.0, -9.81, 0.0)) -> Model:
+    """A planar ladder of k closed loops hanging in the vertical x-y plane (gravity -y), every joint revolute
+    about z: k + 2 degrees of freedom.
+
+    Bodies (thin rods, mass m): the left rail L0..Lk and the right rail R0..Rk (k + 1 links of length L
+    each) and the rungs rung1..rungk (length ``width``). The rails hang from two ground pivots at (0, 0)
+    and (width, 0); rail link j spans the j-th to (j+1)-th rail point, rail point j of the left rail being
+    P_j = j L d and of the right rail Q_j = (width, 0) + j L d, d = (sin theta0, -cos theta0). Rung j
+    (j = 1..k) joins P_j to Q_j (the hinge of rail links j-1 and j on each side, three bodies on one pin);
+    the links Lk and Rk below the last rung hang free. At q0 the whole ladder is sheared by theta0 from the
+    vertical (every floor a parallelogram, the rungs horizontal), at rest: exactly closed, no equilibrium
+    (theta0 = 0 would be one), far from the parallelogram's singular (flat) configuration.
+    DOF: 3 (3k + 2) bodies - 2 (4k + 2) revolute joints = k + 2 (one shear per floor, the two free links).
+
+    Body frames at the rod centre, x along the rod: rails pointing down the rail (from rail point j to j+1),
+    rungs from the left rail to the right one. Joint names: ``pivotL`` (ground - L0), ``hL<j>`` / ``hR<j>``
+    (the hinge between rail links j-1 and j), ``rung<j>L`` / ``rung<j>R`` (rung j on the left / right rail),
+    ``cut<j>`` (the cut joint of loop j).
+
+    Spanning tree (serpentine), chosen so that every cut's parent is an ancestor of its child (or ground):
+    loop j is the tree path from the cut's parent down to its child, closed by the cut::
+
+        loop 1:        ground -pivotL- L0 -hL1- L1 -rung1L- rung1 -rung1R- R1 -hR1- R0;  cut1: ground -> R0
+                       (the right ground pivot, at R0's upper end)
+        loop j even:   R(j-1) -hRj- Rj -rungjR- rungj -rungjL- Lj;  cutj: L(j-1) -> Lj   (the hinge hLj)
+        loop j odd>1:  L(j-1) -hLj- Lj -rungjL- rungj -rungjR- Rj;  cutj: R(j-1) -> Rj   (the hinge hRj)
+
+    so loop j's tree path runs L(j-1) -> rung(j-1) -> R(j-1) -> Rj -> rungj -> Lj (j even) or
+    R(j-1) -> rung(j-1) -> L(j-1) -> Lj -> rungj -> Rj (j odd > 1); the tree is one serpentine chain but for
+    R0, the second child of R1. Relative angles: rail-to-rail 0, rail-to-rung +-(pi/2 - theta0), the pivot
+    theta0 - pi/2.
+    """
+    if int(k) != k or k < 1:
+        raise ValueError(f"ladder needs a positive integer number of loops, got {k}")
+    k = int(k)
+    h, w = L / 2, width / 2
+    phi = theta0 - math.pi / 2                      # absolute angle of every rail link's x axis (down the rail)
+    bodies = ([thin_rod(f"L{j}", m, L) for j in range(k + 1)] + [thin_rod(f"R{j}", m, L) for j in range(k + 1)]
+              + [thin_rod(f"rung{j}", m, width) for j in range(1, k + 1)])
+    top, bot, left, right = (-h, 0), (h, 0), (-w, 0), (w, 0)
+    joints = [_rev("pivotL", GROUND, "L0", (0, 0), top, phi),
+              _rev("hL1", "L0", "L1", bot, top, 0.0),
+              _rev("rung1L", "L1", "rung1", top, left, -phi),
+              _rev("rung1R", "rung1", "R1", right, top, phi),
+              _rev("hR1", "R1", "R0", top, bot, 0.0)]
+    cuts = [Joint("cut1", "revolute", GROUND, "R0", Placement(np.array([float(width), 0.0, 0.0])),
+                  Placement(np.array([-h, 0.0, 0.0])), axis=[0, 0, 1])]
+    for j in range(2, k + 1):
+        a, b = ("R", "L") if j % 2 == 0 else ("L", "R")        # the rail continued, the rail closed by the cut
+        ra, rb = (right, left) if a == "R" else (left, right)  # rung ends on rail a and on rail b
+        joints += [_rev(f"h{a}{j}", f"{a}{j - 1}", f"{a}{j}", bot, top, 0.0),
+                   _rev(f"rung{j}{a}", f"{a}{j}", f"rung{j}", top, ra, -phi),
+                   _rev(f"rung{j}{b}", f"rung{j}", f"{b}{j}", rb, top, phi)]
+        cuts.append(Joint(f"cut{j}", "revolute", f"{b}{j - 1}", f"{b}{j}", Placement(np.array([h, 0.0, 0.0])),
+                          Placement(np.array([-h, 0.0, 0.0])), axis=[0, 0, 1]))
+    return Model(f"ladder{k}", bodies, joints, gravity=np.array(gravity, float), cuts=cuts,
+                 simulation=_loop_simulation())
+
+
+FOUR_BAR = (0.6, 1.6, 1.4, 1.2)     # crank, coupler, rocker, base: Grashof crank-rocker, never flat
+
+
+def four_bar_pose(crank=0.6, coupler=1.6, rocker=1.4, base=1.2, theta=-1.2):
+    """Absolute angles (crank, coupler, rocker) of a planar four-bar with base pivots A = (0, 0), D = (base, 0),
+    crank A -> B at angle theta, coupler B -> C, rocker C -> D; C on the same side of BD as the crank's tip
+    lies of AD (theta < 0: below)."""
+    A, D = np.zeros(2), np.array([base, 0.0])
+    B = A + crank * np.array([math.cos(theta), math.sin(theta)])
+    r = float(np.linalg.norm(D - B))
+    a = (coupler ** 2 - rocker ** 2 + r ** 2) / (2 * r)
+    hh = coupler ** 2 - a ** 2
+    if hh <= 0:
+        raise ValueError("the four-bar does not close at this crank angle")
+    e = (D - B) / r
+    n = np.array([-e[1], e[0]]) * (1.0 if theta >= 0 else -1.0)
+    C = B + a * e + math.sqrt(hh) * n
+    ang = lambda v: math.atan2(v[1], v[0])          # noqa: E731
+    return ang(B - A), ang(C - B), ang(D - C)
+
+
+def loop_chain(k: int, m: float = 1.0, theta: float = -1.2, dims=FOUR_BAR, gravity=(0.0, -9.81, 0.0)) -> Model:
+    """k planar four-bar loops in series, coupled through bodies only (no shared joint); k degrees of freedom.
+
+    Loop i (i = 1..k) has the base body B_i (B_1 = ground, B_(i+1) = c_i) and the tree chain
+    B_i -ja<i>- a_i -jb<i>- b_i -jc<i>- c_i (crank a_i, coupler b_i, rocker c_i: thin rods of mass m and lengths
+    ``dims`` = (crank, coupler, rocker, base) = (0.6, 1.6, 1.4, 1.2), revolute joints about z), closed by the
+    revolute cut ``cut<i>`` with parent B_i and child c_i (so every cut's parent is an ancestor of its
+    child). Base pivots: the crank's A and the cut's D, ``base`` apart; on the ground A = (0, 0), D = (1.2, 0);
+    on the rocker c_i they sit on a rigid bracket centred at the rod's centre such that, at q0, every loop's
+    base line is horizontal: all loops are translated copies of the first, a staircase hanging down to the
+    right. Crank angle theta = -1.2 rad from the base line, C below the base (the upper-branch mirror image).
+    Grashof crank-rocker (0.6 + 1.6 < 1.4 + 1.2) and no signed sum of the three moving lengths equals the
+    base, so no loop ever reaches a flat (rank-losing) configuration; the constraint Jacobian is block
+    triangular (loop i's rows involve loops 1..i only) with full-rank blocks. Gravity -y in the plane; at
+    rest at q0 (not an equilibrium).
+
+    Body frames at the rod centres, x from A to B (crank), B to C (coupler), C to D (rocker).
+    """
+    if int(k) != k or k < 1:
+        raise ValueError(f"loop_chain needs a positive integer number of loops, got {k}")
+    k = int(k)
+    l1, l2, l3, g = (float(x) for x in dims)
+    t1, t2, t3 = four_bar_pose(l1, l2, l3, g, theta)
+    c, s = math.cos(-t3), math.sin(-t3)
+    Rm = np.array([[c, -s], [s, c]])               # base-line directions into the rocker's frame
+    A_on_c, D_on_c = Rm @ np.array([-g / 2, 0.0]), Rm @ np.array([g / 2, 0.0])
+    bodies, joints, cuts = [], [], []
+    for i in range(1, k + 1):
+        base = GROUND if i == 1 else f"c{i - 1}"
+        A, D = ((0.0, 0.0), (g, 0.0)) if i == 1 else (tuple(A_on_c), tuple(D_on_c))
+        base_angle = 0.0 if i == 1 else t3          # the base body's x axis, relative to the base line
+        bodies += [thin_rod(f"a{i}", m, l1), thin_rod(f"b{i}", m, l2), thin_rod(f"c{i}", m, l3)]
+        joints += [_rev(f"ja{i}", base, f"a{i}", A, (-l1 / 2, 0), t1 - base_angle),
+                   _rev(f"jb{i}", f"a{i}", f"b{i}", (l1 / 2, 0), (-l2 / 2, 0), t2 - t1),
+                   _rev(f"jc{i}", f"b{i}", f"c{i}", (l2 / 2, 0), (-l3 / 2, 0), t3 - t2)]
+        cuts.append(Joint(f"cut{i}", "revolute", base, f"c{i}", Placement(np.array([D[0], D[1], 0.0])),
+                          Placement(np.array([l3 / 2, 0.0, 0.0])), axis=[0, 0, 1]))
+    return Model(f"loop_chain{k}", bodies, joints, gravity=np.array(gravity, float), cuts=cuts,
+                 simulation=_loop_simulation())
