@@ -306,8 +306,9 @@ def ladder(k: int, L: float = 1.0, m: float = 1.0, width: float = 1.0, theta0: f
     each) and the rungs rung1..rungk (length ``width``). The rails hang from two ground pivots at (0, 0)
     and (width, 0); rail link j spans the j-th to (j+1)-th rail point, rail point j of the left rail being
     P_j = j L d and of the right rail Q_j = (width, 0) + j L d, d = (sin theta0, -cos theta0). Rung j
-    (j = 1..k) joins P_j to Q_j (the hinge of rail links j-1 and j on each side, three bodies on one pin);
-    the links Lk and Rk below the last rung hang free. At q0 the whole ladder is sheared by theta0 from the
+    (j = 1..k) joins the centres of rail links Lj and Rj, (P_j + P_(j+1)) / 2 to (Q_j + Q_(j+1)) / 2, so every
+    loop has six distinct pins (rungs at the rail hinges would put three bodies on one pin and leave a loop's
+    own joints on two points only: a coordinate reduction could not solve its three constraints for them). At q0 the whole ladder is sheared by theta0 from the
     vertical (every floor a parallelogram, the rungs horizontal), at rest: exactly closed, no equilibrium
     (theta0 = 0 would be one), far from the parallelogram's singular (flat) configuration.
     DOF: 3 (3k + 2) bodies - 2 (4k + 2) revolute joints = k + 2 (one shear per floor, the two free links).
@@ -340,8 +341,8 @@ def ladder(k: int, L: float = 1.0, m: float = 1.0, width: float = 1.0, theta0: f
     top, bot, left, right = (-h, 0), (h, 0), (-w, 0), (w, 0)
     joints = [_rev("pivotL", GROUND, "L0", (0, 0), top, phi),
               _rev("hL1", "L0", "L1", bot, top, 0.0),
-              _rev("rung1L", "L1", "rung1", top, left, -phi),
-              _rev("rung1R", "rung1", "R1", right, top, phi),
+              _rev("rung1L", "L1", "rung1", (0, 0), left, -phi),
+              _rev("rung1R", "rung1", "R1", right, (0, 0), phi),
               _rev("hR1", "R1", "R0", top, bot, 0.0)]
     cuts = [Joint("cut1", "revolute", GROUND, "R0", Placement(np.array([float(width), 0.0, 0.0])),
                   Placement(np.array([-h, 0.0, 0.0])), axis=[0, 0, 1])]
@@ -349,8 +350,8 @@ def ladder(k: int, L: float = 1.0, m: float = 1.0, width: float = 1.0, theta0: f
         a, b = ("R", "L") if j % 2 == 0 else ("L", "R")        # the rail continued, the rail closed by the cut
         ra, rb = (right, left) if a == "R" else (left, right)  # rung ends on rail a and on rail b
         joints += [_rev(f"h{a}{j}", f"{a}{j - 1}", f"{a}{j}", bot, top, 0.0),
-                   _rev(f"rung{j}{a}", f"{a}{j}", f"rung{j}", top, ra, -phi),
-                   _rev(f"rung{j}{b}", f"rung{j}", f"{b}{j}", rb, top, phi)]
+                   _rev(f"rung{j}{a}", f"{a}{j}", f"rung{j}", (0, 0), ra, -phi),
+                   _rev(f"rung{j}{b}", f"rung{j}", f"{b}{j}", rb, (0, 0), phi)]
         cuts.append(Joint(f"cut{j}", "revolute", f"{b}{j - 1}", f"{b}{j}", Placement(np.array([h, 0.0, 0.0])),
                           Placement(np.array([-h, 0.0, 0.0])), axis=[0, 0, 1]))
     return Model(f"ladder{k}", bodies, joints, gravity=np.array(gravity, float), cuts=cuts,

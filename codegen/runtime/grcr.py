@@ -31,12 +31,25 @@ def chain_coords(system):
 
 
 def _ranks(system, q):
+    """m_i of every loop: the rank of its whole chain's columns (shared joints included); refused when its own
+    joints (the chain the kernel eliminates from) cannot take them all."""
     cols = system.kernel.chain_columns(q)
+    entry = {b: c for c, b in enumerate(b for ch in system.plan.chains for b in ch)}
     ranks, o = [], 0
-    for ch in system.plan.chains:
-        G = cols[o:o + len(ch)].T
+
+    def rank(G):
         sv = np.linalg.svd(G, compute_uv=False)
-        ranks.append(int(np.sum(sv > 1e-9 * max(sv[0], 1.0))))
+        return int(np.sum(sv > 1e-9 * max(sv[0], 1.0)))
+    for L, ch in enumerate(system.plan.chains):
+        own = cols[o:o + len(ch)].T
+        full = np.column_stack([own] + [cols[entry[b]] for b in system.plan.prefixes[L]])
+        ranks.append(rank(full))
+        if rank(own) < ranks[-1]:
+            raise ModelError(f"loop {system.plan.loop_names[L]} has {ranks[-1]} independent constraints but its own "
+                             f"joints ({', '.join(system.plan.joint_names[b] for b in ch)}) span only {rank(own)}: "
+                             f"the joints it shares with another loop would have to be dependent; choose the spanning "
+                             f"tree so that each loop owns enough joints, or use --algorithm recursive",
+                             system.model.source, f"loops[{system.plan.loop_names[L]}]")
         o += len(ch)
     return ranks
 

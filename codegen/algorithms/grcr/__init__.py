@@ -18,14 +18,15 @@ def grcr_scratch(nmax: int) -> int:
     """Doubles of loop_backward's scratch: Y, H, Z, the sums of eqs 53-55 and 92-95, I Y, I H, I Z - Q, Ih0,
     Ihp, beta; the loop's load on its base (sums I Y, I H, I Z - Q, I; a_k = al A_0 + be; F = FA A_0 + Fb)."""
     return (36 + 6 * nmax + 6 + 36 + 36 + 6 + 6 * nmax + nmax * nmax + 6 * nmax + nmax + 36 + 6 * nmax + 6 + 36 + 36 + 6
-            + 36 + 6 * nmax + 6 + 36 + 36 + 6 + 36 + 6)
+            + 36 + 6 * nmax + 6 + 36 + 36 + 6 + 36 + 6 + 36 + 36)
 
 
 def template_vars(plan: GrcrPlan, options: dict) -> dict:
     lv = plan.loop_vars()
     nmax, nchain = lv["nmax"], lv["nchain"]
     gw, size = work_layout((("scratch", grcr_scratch(nmax)), ("G1", 6 * nchain), ("G2", 6 * nchain),
-                            ("g3", nchain), ("A", nmax * nmax)))
+                            ("g3", nchain), ("A", nmax * nmax), ("load", 156 * lv["nloop"]),
+                            ("hang", max(1, lv["nhang"]) * (42 + 6 * nmax)), ("hx", 6 * nmax)))
     base = per_body_size() * plan.nb
     gw = {k: {"off": v["off"] + base, "size": v["size"]} for k, v in gw.items()}
     tv = articulated_vars(plan, "origin", size)       # the tree outside the chains: Kang & Yoon at the origin

@@ -62,14 +62,27 @@ def state_model(model: Model) -> Model:
     return aug
 
 
-def check(model: Model) -> None:
-    """Raise BuildError (ModelError) when a loop is outside what the method takes (see the module doc)."""
+def loop_layout(model: Model) -> List[dict]:
+    """The loops in processing order (bases inboard first) with their chains split into the *prefix* (tree
+    joints that an earlier loop already holds) and the *tail* (the loop's own joints, then its cut).  A loop
+    coupled to another (sharing joints, GRCR Sect. 5) hangs on it: its base B lies on the other loop's chain
+    and its prefix is the joints of that chain right after B, up to the branching body b (the anchor, eq 107's
+    three accelerations A^{0_i}, ^{0_i}A^{0_j}, ^{0_j}A^b).  Raises ModelError naming the field otherwise."""
     if not model.cuts:
         raise BuildError("algorithm 'grcr' solves closed loops; this model has no `loops:` section: use recursive")
     parent = {j.child: j.parent for j in model.joints}
     jtype = {j.child: j for j in model.joints}
-    owner = {}
-    for c in model.cuts:
+
+    def depth(b):
+        n = 0
+        while b != GROUND:
+            b, n = parent[b], n + 1
+        return n
+
+    order = sorted(range(len(model.cuts)), key=lambda i: (depth(model.cuts[i].parent), i))
+    owner, out = {}, []
+    for ci in order:
+        c = model.cuts[ci]
         f = f"loops[{c.name}]"
         if c.type not in LOOP_TYPES:
             raise ModelError(f"grcr takes loops of one-coordinate joints ({', '.join(LOOP_TYPES)}); this cut is "
@@ -81,17 +94,41 @@ def check(model: Model) -> None:
                                  f"'{c.parent}' must be an ancestor of its child '{c.child}' in the tree (choose "
                                  f"the spanning tree so that the cut joins the chain's last body back to its "
                                  f"base), or use --algorithm recursive", model.source, f + ".parent")
-            j = jtype[b]
-            if j.type not in LOOP_TYPES:
-                raise ModelError(f"grcr takes loops of one-coordinate joints; joint '{j.name}' on this loop is "
-                                 f"{j.type}: use --algorithm recursive", model.source, f)
-            if j.name in owner:
-                raise ModelError(f"loops '{owner[j.name]}' and '{c.name}' share joint '{j.name}': coupled loops "
-                                 f"that share joints (GRCR Sect. 5) are not supported by grcr yet; use "
-                                 f"--algorithm recursive", model.source, f)
-            owner[j.name] = c.name
+            if jtype[b].type not in LOOP_TYPES:
+                raise ModelError(f"grcr takes loops of one-coordinate joints; joint '{jtype[b].name}' on this loop "
+                                 f"is {jtype[b].type}: use --algorithm recursive", model.source, f)
             path.append(b)
             b = parent[b]
+        path.reverse()                                   # base outward
+        held = [owner.get(b) for b in path]
+        s = 0
+        while s < len(path) and held[s] is not None:
+            s += 1
+        why = None
+        if any(h is not None for h in held[s:]):
+            why = "it shares joints that do not form the start of its chain"
+        elif s:
+            L1 = out[held[0]]
+            k = L1["tail"].index(c.parent) if c.parent in L1["tail"] else -2
+            if len({held[i] for i in range(s)}) > 1 or L1["tail"][k + 1:k + 1 + s] != path[:s]:
+                why = (f"its shared joints must be the joints of loop '{L1['cut'].name}' that follow this loop's base "
+                       f"'{c.parent}' on that loop's chain")
+        if s == len(path):
+            why = "all its tree joints belong to another loop"
+        if why:
+            raise ModelError(f"grcr cannot take this coupled loop: {why} (GRCR Sect. 5: a loop coupled to another "
+                             f"hangs on it from a base on its chain); choose the spanning tree accordingly or use "
+                             f"--algorithm recursive", model.source, f)
+        for b in path[s:]:
+            owner[b] = len(out)
+        out.append({"cut": c, "cut_index": ci, "base": c.parent, "anchor": path[s - 1] if s else c.parent,
+                    "prefix": path[:s], "tail": path[s:], "owner": held[0] if s else None})
+    return out
+
+
+def check(model: Model) -> None:
+    """Raise BuildError (ModelError) when a loop is outside what the method takes (see loop_layout)."""
+    loop_layout(model)
 
 
 class GrcrPlan(Plan):
@@ -103,18 +140,22 @@ class GrcrPlan(Plan):
         super().__init__(state_model(model))
         self.model = self.state_model = self.model
         self.nb_real = len(model.joints)            # real bodies first, phantoms last
-        self.loop_names = [c.name for c in model.cuts]
-        self.chains: List[List[int]] = []           # per loop: body indices base-outward, the phantom last
+        layout = loop_layout(model)
+        self.loop_names = [lp["cut"].name for lp in layout]
+        self.cut_order = [lp["cut_index"] for lp in layout]
+        self.chains: List[List[int]] = []           # per loop: its own bodies base-outward, the phantom last
         self.bases: List[int] = []                  # -1: ground
-        for k, c in enumerate(model.cuts):
-            ph = self.nb_real + k
-            chain, b = [ph], self.parent[ph]
-            base = self.index[c.parent] if c.parent != GROUND else -1
-            while b != base:
-                chain.append(b)
-                b = self.parent[b]
-            self.chains.append(chain[::-1])
-            self.bases.append(base)
+        self.anchors: List[int] = []                # the body the chain starts from (the base, or the branching body)
+        self.hangs: List[tuple] = []                # (owner loop, its chain position of the base, of the anchor, loop)
+        ix = lambda name: self.index[name] if name != GROUND else -1      # noqa: E731
+        for L, lp in enumerate(layout):
+            self.chains.append([self.index[b] for b in lp["tail"]] + [self.nb_real + lp["cut_index"]])
+            self.bases.append(ix(lp["base"]))
+            self.anchors.append(ix(lp["anchor"]))
+            if lp["prefix"]:
+                ch = self.chains[lp["owner"]]
+                self.hangs.append((lp["owner"], ch.index(self.bases[L]), ch.index(self.anchors[L]), L))
+        self.prefixes = [[self.index[b] for b in lp["prefix"]] for lp in layout]
         self.nloop = len(self.chains)
         self.np_tree = self.np
         self.np += NP_LOOP * self.nloop
@@ -122,7 +163,8 @@ class GrcrPlan(Plan):
     def params(self) -> np.ndarray:
         p = super().params()                        # the tree's numbers, then the loops'
         frames = self.body_frames()
-        for k, (c, base) in enumerate(zip(self.source_model.cuts, self.bases)):
+        for k, (ci, base) in enumerate(zip(self.cut_order, self.bases)):
+            c = self.source_model.cuts[ci]
             # the phantom's reference frame (its canonical joint frame on the child side = the cut's frame on
             # the base, turned by K) in the base's reference frame: where the phantom must sit (eq 23)
             K = canonical_rotation(c.type, -cut_axis(c), None)
@@ -148,14 +190,21 @@ class GrcrPlan(Plan):
             for b in ch:
                 member[b] = k
         nmax = max(len(ch) for ch in self.chains)
-        return dict(nloop=self.nloop, chain_flat=flat, chain_off=off, bases=self.bases, loop_first=first,
-                    loop_member=member, nchain=len(flat), nmax=nmax, np_tree=self.np_tree, np_loop=NP_LOOP,
-                    loop_names=self.loop_names)
+        hangs = sorted(self.hangs)
+        hoff = [sum(1 for h in hangs if h[0] < L) for L in range(self.nloop + 1)]
+        return dict(nloop=self.nloop, chain_flat=flat, chain_off=off, bases=self.bases, anchors=self.anchors,
+                    loop_first=first, loop_member=member, nchain=len(flat), nmax=nmax, np_tree=self.np_tree,
+                    np_loop=NP_LOOP, loop_names=self.loop_names, nhang=len(hangs),
+                    hang_off=hoff, hang_pb=[h[1] for h in hangs] or [0], hang_pa=[h[2] for h in hangs] or [0],
+                    hang_loop=[h[3] for h in hangs] or [0], hang_owner=[h[0] for h in hangs] or [0],
+                    loop_hang=[next((i for i, h in enumerate(hangs) if h[3] == L), -1) for L in range(self.nloop)])
 
     def roadmap(self) -> List[str]:
         rows = super().roadmap()
         for k, ch in enumerate(self.chains):
             base = self.body_names[self.bases[k]] if self.bases[k] >= 0 else GROUND
-            rows.append(f"loop {k} ({self.loop_names[k]}): base {base}; chain "
-                        + " -> ".join(self.body_names[b] for b in ch))
+            rows.append(f"loop {k} ({self.loop_names[k]}): base {base}; "
+                        + (f"shares {', '.join(self.joint_names[b] for b in self.prefixes[k])} (hangs on loop "
+                           f"{self.hangs[[h[3] for h in self.hangs].index(k)][0]}); " if self.prefixes[k] else "")
+                        + "chain " + " -> ".join(self.body_names[b] for b in ch))
         return rows
