@@ -126,6 +126,8 @@ def timed_fd(s, q, u, reps) -> float:
 def timed_rk4(s, x0, steps) -> float:
     """CPU seconds of `steps` RK4 steps from x0 (compiled loop)."""
     x = x0.copy()
+    if s.grcr:                                       # every run from the same partition (a run re-selects it)
+        s.kernel.select_dependents(x[:s.nq])
     c0 = time.thread_time()
     s.kernel.run_rk4(0.0, x, H, 1, steps)
     dt = time.thread_time() - c0
@@ -181,15 +183,17 @@ def bench_k(model_name: str, k: int, algs: list, cache: str, args, skipped: dict
                f", {b['cpu_s']:.1f} s CPU (generate {b['generate_s']:.1f} s, compile {b['compile_s']:.1f} s)"))
     if not systems:
         return rows
-    q0, u0 = model.initial_state()
-    x0 = np.concatenate([q0, u0])
+    x0s = {alg: np.concatenate(s.initial_state()) for alg, s in systems.items()}   # grcr: the cut coordinates too
     b = 0.1 / H
     steps_1s = int(round(T_SIM / H))
     # warm-up, checks, the state for forward dynamics, the RK4 plan
     ref_alg = next(iter(systems))
     fd_state, fd_at = {}, {}
     for alg, s in systems.items():
-        s.kernel.alpha = s.kernel.beta = b
+        if hasattr(s.kernel, "alpha"):               # cut joints: Baumgarte as simulate sets it (grcr: projection)
+            s.kernel.alpha = s.kernel.beta = b
+        x0 = x0s[alg]
+        q0, u0 = x0[:s.nq].copy(), x0[s.nq:].copy()
         c0 = time.thread_time()
         s.kernel.time_forward_dynamics(q0, u0, 1)
         fd_guess = max(time.thread_time() - c0, 1e-7)
@@ -198,7 +202,7 @@ def bench_k(model_name: str, k: int, algs: list, cache: str, args, skipped: dict
         s.kernel.run_rk4(0.0, x, H, 1, warm)
         if s.kernel.fail_code or not np.all(np.isfinite(x)):
             raise RuntimeError(f"{model_name}({k}) {alg}: warm-up RK4 failed")
-        q, u = x[:model.nq].copy(), x[model.nq:].copy()
+        q, u = x[:s.nq].copy(), x[s.nq:].copy()
         fd_state[alg], fd_at[alg] = (q, u), warm * H
         reps = max(1, int(args.fd_batch / fd_guess))
         fd = timed_fd(s, q, u, reps)
@@ -206,13 +210,19 @@ def bench_k(model_name: str, k: int, algs: list, cache: str, args, skipped: dict
         steps = steps_1s if 4 * fd * steps_1s <= args.rk4_budget else max(1, int(args.rk4_budget / (4 * fd)))
         rk_reps = max(1, int(args.fd_batch / (4 * fd * steps)))      # short runs repeated to ~fd_batch s
         r = rows[alg]
-        r.update(fd_reps=reps, rk4_steps_timed=steps, rk4_runs_per_round=rk_reps, rk4_h=H, baumgarte=b, fd_state_t=warm * H,
-                 closure_at_q0=float(np.abs(s.kernel.loop_residual(q0, u0)).max()) if model.cuts else 0.0,
-                 drift_after_warmup=np.abs(s.kernel.loop_residual(q, u)).max(axis=0).tolist() if model.cuts else [])
+        resid = (lambda q, u: s.kernel.closure_errors(q, u)) if s.grcr else s.kernel.loop_residual
+        r.update(fd_reps=reps, rk4_steps_timed=steps, rk4_runs_per_round=rk_reps, rk4_h=H,
+                 baumgarte=None if s.grcr else b, fd_state_t=warm * H,
+                 closure_at_q0=float(np.abs(resid(q0, u0)).max()) if model.cuts else 0.0,
+                 drift_after_warmup=np.abs(resid(q, u)).max(axis=0).tolist() if model.cuts else [])
+    # algorithms agree at one state: grcr's (tree coordinates, then the cut coordinates) when it runs
+    ref_alg = "grcr" if "grcr" in systems else ref_alg
     qr, ur = fd_state[ref_alg]
-    ud_ref = systems[ref_alg].forward_dynamics(qr, ur)
-    for alg, s in systems.items():                   # algorithms agree at the reference's state
-        e = float(np.abs(s.forward_dynamics(qr, ur) - ud_ref).max() / max(np.abs(ud_ref).max(), 1e-300))
+    nq, nv = model.nq, model.nv
+    ud_ref = systems[ref_alg].forward_dynamics(qr, ur)[:nv]
+    for alg, s in systems.items():
+        ud = s.forward_dynamics(qr, ur) if s.nq == len(qr) else s.forward_dynamics(qr[:nq], ur[:nv])
+        e = float(np.abs(ud[:nv] - ud_ref).max() / max(np.abs(ud_ref).max(), 1e-300))
         rows[alg]["fd_agreement_with_" + ref_alg] = e
         if e > 1e-8:
             raise RuntimeError(f"VERIFICATION FAILED: {model_name}({k}): {alg} and {ref_alg} differ by {e:.2e}")
@@ -227,7 +237,7 @@ def bench_k(model_name: str, k: int, algs: list, cache: str, args, skipped: dict
             fd_t[alg].append(timed_fd(systems[alg], q, u, rows[alg]["fd_reps"]))
         for alg in this:
             n, reps = rows[alg]["rk4_steps_timed"], rows[alg]["rk4_runs_per_round"]
-            rk_t[alg].append(sum(timed_rk4(systems[alg], x0, n) for _ in range(reps)) / (n * reps))
+            rk_t[alg].append(sum(timed_rk4(systems[alg], x0s[alg], n) for _ in range(reps)) / (n * reps))
         load.append(os.getloadavg()[0])
         log(f"  {model_name}({k}) round {rnd + 1}/{args.rounds}: "
             + "; ".join(f"{a} fd {fd_t[a][-1] * 1e6:.2f} µs, rk4 {rk_t[a][-1] * 1e6:.1f} µs/step" for a in this)

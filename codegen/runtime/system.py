@@ -113,6 +113,8 @@ class System:
         self.kernel.set_params(self.plan.params())
         if not self.beams:
             self.kernel.set_hook(model.tau_hook)
+        if self.grcr:                       # the new numbers' initial state, ranks and dependents
+            grcr.setup(self, getattr(self, "dependents_spec", "auto"))
 
     def set_hook(self, hook):
         """hook(t, q, u) -> extra generalized forces (nv); runs with the GIL, so it costs speed."""

@@ -23,7 +23,9 @@ OFF_LOOP = ("spherical", "universal", "revolute", "cylindrical")
 def chain_loops_dict(seed, loops=((None, 7),), floating=False, extra=2, at_rest=False, min_sv=1e-3,
                      max_tries=100) -> dict:
     """``loops``: (anchor, n) per loop: anchor None = ground (the floating base if ``floating``), an int k = a
-    random body of loop k's chain (nested loops: they share that body, no joints); n one-coordinate tree joints
+    random body of loop k's chain (nested loops: they share that body, no joints), ("hang", k, s) = coupled
+    loops (GRCR Sect. 5): the base is a random body of loop k's chain and the loop's first s joints are the s
+    joints of loop k's chain after it (shared), its own chain continuing from there; n one-coordinate tree joints
     (revolute or prismatic, random axes and frames) on the chain; a random revolute or prismatic cut closes it.
     ``extra`` off-loop bodies (spherical, universal, revolute, cylindrical joints) hang from random bodies."""
     kinds = ("rpy", "matrix", "quat", "axis_angle")
@@ -54,8 +56,14 @@ def chain_loops_dict(seed, loops=((None, 7),), floating=False, extra=2, at_rest=
         root = add("ground", "free") if floating else "ground"
         plans = []
         for li, (anchor, n) in enumerate(loops):
-            base = root if anchor is None else str(rng.choice(chains[anchor]))
-            chain, parent = [], base
+            if isinstance(anchor, tuple):                 # ("hang", k, s): coupled, sharing s joints of loop k
+                _, k, sh = anchor
+                i = int(rng.integers(0, len(chains[k]) - sh))
+                base, parent = chains[k][i], chains[k][i + sh]
+            else:
+                base = root if anchor is None else str(rng.choice(chains[anchor]))
+                parent = base
+            chain = []
             for _ in range(n):
                 parent = add(parent, "prismatic" if rng.uniform() < 0.25 else "revolute")
                 chain.append(parent)
