@@ -189,15 +189,15 @@ class GrcrPlan(Plan):
             first[ch[0]] = k
             for b in ch:
                 member[b] = k
-        nmax = max(len(ch) for ch in self.chains)
-        hangs = sorted(self.hangs)
-        hoff = [sum(1 for h in hangs if h[0] < L) for L in range(self.nloop + 1)]
-        return dict(nloop=self.nloop, chain_flat=flat, chain_off=off, bases=self.bases, anchors=self.anchors,
-                    loop_first=first, loop_member=member, nchain=len(flat), nmax=nmax, np_tree=self.np_tree,
-                    np_loop=NP_LOOP, loop_names=self.loop_names, nhang=len(hangs),
-                    hang_off=hoff, hang_pb=[h[1] for h in hangs] or [0], hang_pa=[h[2] for h in hangs] or [0],
-                    hang_loop=[h[3] for h in hangs] or [0], hang_owner=[h[0] for h in hangs] or [0],
-                    loop_hang=[next((i for i, h in enumerate(hangs) if h[3] == L), -1) for L in range(self.nloop)])
+        hangs = sorted(self.hangs)                  # by the loop they hang on
+        arrays = dict(chain=flat, chain_off=off, base=self.bases, anchor=self.anchors, loop_first=first,
+                      loop_member=member, hang_off=[sum(1 for h in hangs if h[0] < L) for L in range(self.nloop + 1)],
+                      hang_owner=[h[0] for h in hangs], hang_pb=[h[1] for h in hangs], hang_pa=[h[2] for h in hangs],
+                      hang_loop=[h[3] for h in hangs],
+                      loop_hang=[next((i for i, h in enumerate(hangs) if h[3] == L), -1) for L in range(self.nloop)])
+        return dict({k + "_c": ", ".join(str(v) for v in (a or [0])) for k, a in arrays.items()},
+                    nloop=self.nloop, nchain=len(flat), nmax=max(len(ch) for ch in self.chains),
+                    np_tree=self.np_tree, np_loop=NP_LOOP, loop_names=self.loop_names, nhang=len(hangs))
 
     def roadmap(self) -> List[str]:
         rows = super().roadmap()
