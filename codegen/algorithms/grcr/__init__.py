@@ -35,7 +35,7 @@ def template_vars(plan: GrcrPlan, options: dict) -> dict:
 
 
 FAMILY = Family(
-    name="grcr", paper="Critchley & Anderson (seed 003), eqs 23-102",
+    name="grcr", paper="Critchley & Anderson (seed 003), eqs 23-111",
     description="generalized recursive coordinate reduction: closed loops by phantom bodies and dependent "
                 "coordinates, O(n + m), arbitrary (re-)selection of the dependents",
     template="grcr/grcr.pyx.j2", models="tree", make_plan=GrcrPlan, template_vars=template_vars,
