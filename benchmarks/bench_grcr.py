@@ -58,6 +58,10 @@ from bench_loops import git_commit, stats  # noqa: E402
 from bench_recursive import machine_info  # noqa: E402
 
 K_SEQUENCE = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
+# forward dynamics of the algorithms must agree to this (relative) before anything is timed; both lose digits as the
+# ladder grows (its inertias about the world origin grow as k^3): measured against the KKT oracle at k = 50 / 100,
+# grcr 2.7e-9 / 3.3e-8, the cut-joint method 1.7e-10 / 4.4e-9 (results file, "accuracy")
+AGREE_TOL = 1e-6
 MODELS = ("ladder", "loop_chain")
 OPTIONS = {"recursive": {"ref_point": "origin"}}        # build options per algorithm (others: their defaults)
 H = 1e-3                                                 # RK4 step [s]
@@ -224,7 +228,7 @@ def bench_k(model_name: str, k: int, algs: list, cache: str, args, skipped: dict
         ud = s.forward_dynamics(qr, ur) if s.nq == len(qr) else s.forward_dynamics(qr[:nq], ur[:nv])
         e = float(np.abs(ud[:nv] - ud_ref).max() / max(np.abs(ud_ref).max(), 1e-300))
         rows[alg]["fd_agreement_with_" + ref_alg] = e
-        if e > 1e-8:
+        if e > AGREE_TOL:
             raise RuntimeError(f"VERIFICATION FAILED: {model_name}({k}): {alg} and {ref_alg} differ by {e:.2e}")
     fd_t = {a: [] for a in systems}
     rk_t = {a: [] for a in systems}
