@@ -267,8 +267,6 @@ def cached_module(key: str, modname: str, label: str, source, cache_dir=None, pr
     """Import module `modname` from cache entry `key`, first rendering `source()` and compiling it there if
     the entry is missing or fails entry_problem() (then with a CacheWarning). Under a file lock; the entry
     folder appears complete or not at all. `meta` (model name, ...) is recorded in build.json."""
-    from filelock import FileLock
-
     cache = Path(cache_dir) if cache_dir else default_cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
     target = cache / key
@@ -277,6 +275,7 @@ def cached_module(key: str, modname: str, label: str, source, cache_dir=None, pr
             "generate_s": 0.0, "compile_s": 0.0}
     for attempt in range(2):
         if entry_problem(target, modname) is not None:
+            from filelock import FileLock             # here: a hit takes no lock (start-up time)
             with FileLock(str(cache / f"{key}.lock")):
                 problem = entry_problem(target, modname)      # another process may have built it meanwhile
                 if problem is not None:
