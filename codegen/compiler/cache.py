@@ -33,6 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
+from .._metadata import dist_version
 from .._version import __version__
 from ..algorithms import BuildError, family
 from .render import PACKAGE_DIR, names_key, render, template_dir
@@ -52,11 +53,7 @@ def default_cache_dir() -> Path:
 
 def _dist_version(name: str) -> str:
     """An installed distribution's version without importing it (start-up time)."""
-    from importlib.metadata import PackageNotFoundError, version
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return "unknown"
+    return dist_version(name, default="unknown")
 
 
 @lru_cache(maxsize=None)

@@ -357,7 +357,7 @@ def versions():
     global _VERSIONS
     if _VERSIONS is None:
         import platform
-        from importlib.metadata import version         # not `import sympy`: that alone takes ~1 s at start-up
+        from .._metadata import dist_version as version   # not `import sympy`: that alone takes ~1 s at start-up
         _VERSIONS = {"mbgen": __version__, "numpy": np.__version__, "sympy": version("sympy"),
                      "cython": version("Cython"), "python": platform.python_version()}
     return dict(_VERSIONS)
