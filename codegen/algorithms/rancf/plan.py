@@ -38,15 +38,14 @@ class BeamPlan(BeamLayout):
         start, direc = self.element_geometry()
         p = np.zeros(2 + NPE * self.nbar)
         p[0:2] = m.gravity
-        Mn, Gn = _mass_gravity_funcs()
         for s in range(self.nbar):
             b = self.beam_order[self.beam_of[s]]
             bm, j = beams[b], jby[b]
             l = bm.length / bm.elements
             blk = p[2 + NPE * s: 2 + NPE * (s + 1)]
-            blk[0:64] = np.asarray(Mn(bm.rho, bm.A, l), float).reshape(64)          # eq 4
+            blk[0:64] = element_mass(bm.rho, bm.A, l).reshape(64)                      # eq 4
             blk[64:68] = (bm.E, bm.A, bm.I, l)
-            blk[68:76] = np.asarray(Gn(bm.rho, bm.A, l, m.gravity[0], m.gravity[1]), float).reshape(8)  # eq 9
+            blk[68:76] = element_gravity(bm.rho, bm.A, l, m.gravity[0], m.gravity[1])  # eq 9
             if self.local[s] == 0:
                 if j.parent == GROUND:
                     blk[76:78] = j.at
@@ -67,13 +66,33 @@ class BeamPlan(BeamLayout):
         return p
 
 
-@lru_cache(maxsize=None)
-def _mass_gravity_funcs():
-    import sympy as sp
-    from ...symbolic import ancf
-    M = sp.lambdify((ancf.rho, ancf.A, ancf.l), ancf.mass_matrix(), "numpy")
-    G = sp.lambdify((ancf.rho, ancf.A, ancf.l, ancf.gx, ancf.gy), ancf.gravity_force(), "numpy")
-    return M, G
+# M_E (eq 4) and F_EG (eq 9) of codegen.symbolic.ancf in closed form, without sympy (a cached build makes the
+# parameters, and importing sympy alone took ~0.3 s of its start-up): rho A l int_0^1 N_i N_j dxi and
+# rho A l int_0^1 N_i dxi g of the cubic Hermite functions (eq 3; N_2, N_4 carry a factor l), each entry
+# evaluated as sympy's lambdify of the factored matrices evaluates it, coefficient * A * l**k * rho (the same
+# floats; tests/algorithms/rancf/test_rancf_ref.py compares them with the derivation bit for bit).
+_MASS = ((13 / 35, 11 / 210, 9 / 70, -13 / 420), (11 / 210, 1 / 105, 13 / 420, -1 / 140),
+         (9 / 70, 13 / 420, 13 / 35, -11 / 210), (-13 / 420, -1 / 140, -11 / 210, 1 / 105))
+_GRAVITY = (1 / 2, 1 / 12, 1 / 2, -1 / 12)
+
+
+def element_mass(rho, A, l) -> np.ndarray:
+    """Hu & Wang eq 4: the 8 x 8 mass matrix of a Shabana planar element, order [r_A; r'_A; r_B; r'_B]."""
+    M = np.zeros((8, 8))
+    for i in range(4):
+        for j in range(4):
+            k = 1 + i % 2 + j % 2                          # the power of l
+            M[2 * i, 2 * j] = M[2 * i + 1, 2 * j + 1] = _MASS[i][j] * A * (l if k == 1 else l**k) * rho
+    return M
+
+
+def element_gravity(rho, A, l, gx, gy) -> np.ndarray:
+    """Hu & Wang eq 9: the element's gravity forces for g = (gx, gy)."""
+    f = np.zeros(8)
+    for i in range(4):
+        for c, g in enumerate((gx, gy)):
+            f[2 * i + c] = _GRAVITY[i] * A * g * (l if i % 2 == 0 else l**2) * rho
+    return f
 
 
 # ====================================================================== code generation

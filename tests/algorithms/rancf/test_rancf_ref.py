@@ -46,6 +46,21 @@ def test_operator_structure(m3):
                 assert not blk.any()
 
 
+def test_plan_parameters_equal_the_symbolic_derivation_bit_for_bit():
+    """The plan's closed-form M_E (eq 4) and F_EG (eq 9), which spare a cached build sympy, are the floats that
+    lambdify of codegen/symbolic/ancf.py's matrices gives (as the plan computed them before)."""
+    from codegen.algorithms.rancf.plan import element_gravity, element_mass
+    from codegen.symbolic import ancf
+    M = sp.lambdify((ancf.rho, ancf.A, ancf.l), ancf.mass_matrix(), "numpy")
+    G = sp.lambdify((ancf.rho, ancf.A, ancf.l, ancf.gx, ancf.gy), ancf.gravity_force(), "numpy")
+    rng = np.random.default_rng(3)
+    cases = [(7800.0, 4e-4, 1.0, 0.0, -9.81)] + [(rng.uniform(1, 1e4), rng.uniform(1e-6, 1), rng.uniform(1e-3, 10),
+                                                 *rng.normal(0, 10, 2)) for _ in range(50)]
+    for rho, A, l, gx, gy in cases:
+        assert np.array_equal(element_mass(rho, A, l), np.asarray(M(rho, A, l), float))
+        assert np.array_equal(element_gravity(rho, A, l, gx, gy), np.asarray(G(rho, A, l, gx, gy), float).reshape(8))
+
+
 def test_element_matches_symbolic_derivation(m3):
     from codegen.symbolic import ancf
     E_, A_, I_, rho_, l_ = 21e6, 4e-4, 2e-6, 7800.0, m3.l
