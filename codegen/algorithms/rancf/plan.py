@@ -170,7 +170,7 @@ def element_code() -> Dict[str, str]:
     assert [t for t, _ in chord_frame_force()[:5]] == ["chord_x", "chord_y", "chord", "cos_a", "sin_a"]
     return {"force_local": _cy_body(chord_frame_force()[5:]),      # the chord given (Kernel.forces, two passes)
             "force_jac": _cy_body(ancf.c_assignments(("F_EK", "dF_EK"), params=prm)),
-            "energy": _cy_body([(t, x) for t, x in chord_frame_force(True) if t != "U"]) + "\n    return " +
+            "energy_local": _cy_body([(t, x) for t, x in chord_frame_force(True)[5:] if t != "U"]) + "\n    return " +
             chord_frame_force(True)[-1][1]}
 
 
