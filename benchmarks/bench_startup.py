@@ -36,6 +36,17 @@ def run(cmd):
     return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 
 
+def git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                             timeout=20).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True, timeout=20).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (out or "unknown") + (" (tracked files modified)" if dirty else "")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=5)
@@ -59,14 +70,17 @@ def main(argv=None):
     med = lambda v: sorted(v)[len(v) // 2]  # noqa: E731
     doc = {"command": "python " + " ".join([os.path.relpath(__file__, os.getcwd())] + (sys.argv[1:] if argv is None
                                                                                          else argv)),
-           "machine": machine, "cli": " ".join(cmd[1:]), "wall_s": list(walls), "cpu_s": list(cpus),
+           "machine": machine, "commit": git_commit(), "cli": " ".join(cmd[1:]), "wall_s": list(walls), "cpu_s": list(cpus),
            "wall_median_s": med(walls), "cpu_median_s": med(cpus), "import_cli_s": total / 1e6,
-           "top_level_imports_s": [[n, c / 1e6] for c, n in top], "loadavg_end": list(os.getloadavg())}
+           "top_level_imports_s": [[n, c / 1e6] for c, n in top], "loadavg_end": list(os.getloadavg()),
+           "pythondontwritebytecode": bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))}
     L = ["# Command-line start-up for a cached model", "", f"- command: `{doc['command']}`",
-         f"- date {doc['machine']['date']}; load average at start "
+         f"- date {doc['machine']['date']}; commit {doc['commit']}; load average at start "
          f"{', '.join(f'{x:.2f}' for x in doc['machine']['loadavg_start'])}, at end "
          f"{', '.join(f'{x:.2f}' for x in doc['loadavg_end'])}",
-         f"- timed: `mbgen simulate {args.model} --quiet` (warm cache), {args.runs} runs", "",
+         f"- timed: `mbgen simulate {args.model} --quiet` (warm cache), {args.runs} runs"
+         + ("; PYTHONDONTWRITEBYTECODE was set, so the package's own modules were compiled on every start (an "
+            "installed package has its .pyc)" if doc["pythondontwritebytecode"] else ""), "",
          "| wall, median [s] | CPU (user + system), median [s] | `import codegen.cli` [s] |", "|---:|---:|---:|",
          f"| {doc['wall_median_s']:.2f} | {doc['cpu_median_s']:.2f} | {doc['import_cli_s']:.2f} |", "",
          "Slowest top-level imports of `codegen.cli` (cumulative, s): "

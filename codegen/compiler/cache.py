@@ -33,6 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
+from .._metadata import dist_version
 from .._version import __version__
 from ..algorithms import BuildError, family
 from .render import PACKAGE_DIR, names_key, render, template_dir
@@ -52,11 +53,7 @@ def default_cache_dir() -> Path:
 
 def _dist_version(name: str) -> str:
     """An installed distribution's version without importing it (start-up time)."""
-    from importlib.metadata import PackageNotFoundError, version
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return "unknown"
+    return dist_version(name, default="unknown")
 
 
 @lru_cache(maxsize=None)
@@ -267,8 +264,6 @@ def cached_module(key: str, modname: str, label: str, source, cache_dir=None, pr
     """Import module `modname` from cache entry `key`, first rendering `source()` and compiling it there if
     the entry is missing or fails entry_problem() (then with a CacheWarning). Under a file lock; the entry
     folder appears complete or not at all. `meta` (model name, ...) is recorded in build.json."""
-    from filelock import FileLock
-
     cache = Path(cache_dir) if cache_dir else default_cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
     target = cache / key
@@ -277,6 +272,7 @@ def cached_module(key: str, modname: str, label: str, source, cache_dir=None, pr
             "generate_s": 0.0, "compile_s": 0.0}
     for attempt in range(2):
         if entry_problem(target, modname) is not None:
+            from filelock import FileLock             # here: a hit takes no lock (start-up time)
             with FileLock(str(cache / f"{key}.lock")):
                 problem = entry_problem(target, modname)      # another process may have built it meanwhile
                 if problem is not None:

@@ -14,15 +14,14 @@ without a dot as a string; the loader accepts it).
 from __future__ import annotations
 
 import json
-import re
 from functools import lru_cache
 
 from .checks import LIMITS, ModelError, _short, limits_text
 from .core import FORCE_FUNCTIONS, JOINT_TYPES
+from .schema_fast import RANGE_KEYWORDS, _accepts, _decide
 
 NUMERIC_STRING = r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$"
 INTEGER_STRING = r"^\s*[-+]?\d+(\.0*)?\s*$"
-RANGE_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")   # left to the semantic checks
 BEAM_JOINT_TYPES = ("revolute", "fixed", "translational", "pin", "planar_revolute", "clamp", "prismatic",
                     "planar_translational", "slider")
 
@@ -357,87 +356,6 @@ def _message(err, doc):
     return _field(path), f"expected {s.get('x-expected') or err.message}, got {_short(v)}"
 
 
-_NOTES = {"x-expected", "x-unknown", "description", "x-limit"} | set(RANGE_KEYWORDS)
-_PLAIN = {"type", "pattern", "minLength", "maxLength", "enum", "const"} | _NOTES
-_ARRAY = {"type", "items", "minItems", "maxItems"} | _NOTES
-_TYPES = {int: ("number", "integer"), float: ("number",), str: ("string",), bool: ("boolean",),
-          type(None): ("null",), list: ("array",), dict: ("object",)}
-
-
-_KINDS = {}            # id(subschema) -> its classification for _decide (the schema is built once per process)
-
-
-def _kind(schema):
-    k = _KINDS.get(id(schema))
-    if k is None:
-        keys = schema.keys()
-        props = schema.get("properties", {})
-        types = schema.get("type", ())
-        types = (types,) if isinstance(types, str) else tuple(types)
-        if keys <= _NOTES:
-            k = ("any",)
-        elif "anyOf" in schema and keys <= {"anyOf"} | _NOTES:
-            k = ("anyOf", schema["anyOf"])
-        elif keys and keys <= {"properties", "required"} and all(p.keys() <= {"const"} for p in props.values()):
-            k = ("test", tuple(schema.get("required", ())), {n: p["const"] for n, p in props.items()})
-        elif keys <= _ARRAY and "array" in types:
-            k = ("array", schema.get("minItems", 0), schema.get("maxItems", 1 << 62), schema.get("items"))
-        elif keys <= _PLAIN:
-            k = ("plain", types, schema)
-        else:
-            k = ("other",)
-        _KINDS[id(schema)] = k
-    return k
-
-
-def _decide(schema, v):
-    """True / False when the fast path knows whether ``v`` satisfies ``schema`` (value ranges aside: they are not
-    reported here), None when the full validation must decide. Covers what a model file is mostly made of:
-    numbers, names, numeric vectors and matrices, nulls, and the joint-type tests of the if/then rules."""
-    k = _kind(schema)
-    tag, t = k[0], type(v)
-    if tag == "any":
-        return True
-    if tag == "plain":
-        types, s = k[1], k[2]
-        if t is float or t is int:
-            if "number" in types or ("integer" in types and (t is int or v.is_integer())):
-                return "const" not in s and "enum" not in s or None
-            return False if types else None
-        if types and not any(n in types for n in _TYPES.get(t, ())):
-            return False
-        if "const" in s and (v != s["const"] or type(v) is not type(s["const"])):
-            return False
-        if "enum" in s and not any(v == e and type(v) is type(e) for e in s["enum"]):
-            return False
-        if t is str:
-            if not s.get("minLength", 0) <= len(v) <= s.get("maxLength", len(v)):
-                return False
-            if "pattern" in s and not re.search(s["pattern"], v):
-                return False
-        return True
-    if tag == "array":
-        if t is not list:
-            return False
-        if not k[1] <= len(v) <= k[2]:
-            return False
-        if k[3] is None:
-            return True
-        for x in v:
-            r = _decide(k[3], x)
-            if r is not True:
-                return r
-        return True
-    if tag == "anyOf":
-        results = [_decide(alt, v) for alt in k[1]]
-        return True if True in results else (False if all(r is False for r in results) else None)
-    if tag == "test":
-        if t is not dict:
-            return True
-        return all(n in v for n in k[1]) and all(v[n] == c for n, c in k[2].items() if n in v)
-    return None
-
-
 @lru_cache(maxsize=1)
 def _validator():
     """Draft 2020-12 whose "properties", "items" and "if" skip what _decide() settles (jsonschema spends ~15 us on
@@ -465,8 +383,8 @@ def _validator():
         if branch in schema:
             yield from validator.descend(instance, schema[branch], schema_path=branch)
 
-    schema = model_schema()
-    Draft202012Validator.check_schema(schema)
+    schema = model_schema()        # a valid draft 2020-12 schema: tests/model/test_schema.py checks it against the
+    # metaschema (0.2 s here, on every start-up, for a schema that the code builds)
     Fast = validators.extend(Draft202012Validator, {"properties": properties, "items": items, "if": if_})
     return Fast(schema)
 
@@ -485,6 +403,9 @@ def check_schema(doc, source: str) -> None:
     """ModelError (file, field path, what was expected) for the first structural fault of a model file's
     top-level mapping, in document order; value ranges and cross-references are checked later."""
     if not isinstance(doc, dict) or _over_limits(doc):
+        return
+    schema = model_schema()
+    if _accepts(schema, doc, schema) is True:       # valid: jsonschema would report nothing (not imported)
         return
     errors = [e for e in _validator().iter_errors(doc) if e.validator not in RANGE_KEYWORDS]
     if not errors:

@@ -52,8 +52,8 @@ def beam_geometry(system, q) -> dict:
     what the shape functions need to draw every element at every sample."""
     lengths = {bm.name: bm.length / bm.elements for bm in system.model.beams}
     order = system.plan.beam_order
-    e = np.array([system.kernel.element_coordinates(np.ascontiguousarray(row)) for row in q])
-    return {"element_coords": e.reshape(len(q), -1, 8),
+    e = system.kernel.element_coordinates_at(q)                   # all samples in one compiled call
+    return {"element_coords": e,
             "element_length": np.array([lengths[order[b]] for b in system.plan.beam_of], float)}
 
 

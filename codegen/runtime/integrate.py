@@ -53,6 +53,26 @@ def start_state(system, t_end, dt, q0=None, u0=None):
     return np.concatenate([q, u]), np.arange(int(round(t_end / dt)) + 1) * dt
 
 
+class _NoBar:
+    """What integrate_chunks needs of a tqdm bar, for runs without one (tqdm is not imported: start-up time)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def update(self, n=1):
+        pass
+
+
+def _progress_bar(total, label, progress):
+    if not progress:
+        return _NoBar()
+    from tqdm import tqdm
+    return tqdm(total=total, desc=label, unit="sample", leave=False)
+
+
 def integrate_chunks(kernel, x, ts, integrator, substeps, rtol, atol, h_max, label, progress, other=None):
     """Run a compiled integrator from state x over the sample times ts (ts[0] = 0) in about 100 chunks, so
     that a progress bar can move; every step runs inside the kernel. Returns (X, stats, wall seconds, fail):
@@ -62,7 +82,6 @@ def integrate_chunks(kernel, x, ts, integrator, substeps, rtol, atol, h_max, lab
     fail is None, or (the kernel stopped at a divergence; the rows of X from fail["sample"] on are NaN) a dict:
     code (kernel fail_code), t, sample (index into ts of the first sample not written), index (the state
     component the kernel named, or -1), state (rk4, hht: the bad state the step produced; dopri5: None)."""
-    from tqdm import tqdm
     ns, dt, t_end = len(ts) - 1, ts[1] - ts[0], ts[-1]
     X = np.full((ns + 1, len(x)), np.nan)
     X[0] = x
@@ -72,7 +91,7 @@ def integrate_chunks(kernel, x, ts, integrator, substeps, rtol, atol, h_max, lab
     t = 0.0
     fail = None
     wall = time.perf_counter()
-    with tqdm(total=ns, desc=label, unit="sample", disable=not progress, leave=False) as bar:
+    with _progress_bar(ns, label, progress) as bar:
         k = 0
         while k < ns:
             m = min(chunk, ns - k)
@@ -338,7 +357,7 @@ def versions():
     global _VERSIONS
     if _VERSIONS is None:
         import platform
-        from importlib.metadata import version         # not `import sympy`: that alone takes ~1 s at start-up
+        from .._metadata import dist_version as version   # not `import sympy`: that alone takes ~1 s at start-up
         _VERSIONS = {"mbgen": __version__, "numpy": np.__version__, "sympy": version("sympy"),
                      "cython": version("Cython"), "python": platform.python_version()}
     return dict(_VERSIONS)

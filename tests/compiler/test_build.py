@@ -91,3 +91,35 @@ def test_unknown_algorithm_and_option():
         codegen.build(m, "magic")
     with pytest.raises(codegen.BuildError, match="ref_point='middle'"):
         codegen.build(m, ref_point="middle")
+
+
+def test_versions_in_the_key_and_meta_are_importlib_metadata_s(tmp_path, monkeypatch):
+    """codegen._metadata reads distribution versions without importing importlib.metadata (start-up time); it must
+    answer as importlib.metadata does, and leave what it does not handle (an .egg-info) to it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from codegen._metadata import dist_version
+    for name in ("Cython", "numpy", "sympy", "PyYAML", "pyyaml", "jsonschema", "typing_extensions", "pip"):
+        try:
+            expected = version(name)
+        except PackageNotFoundError:
+            continue
+        assert dist_version(name) == expected, name
+    with pytest.raises(PackageNotFoundError):
+        dist_version("no-such-distribution-mbgen")
+    assert dist_version("no-such-distribution-mbgen", default="unknown") == "unknown"
+    (tmp_path / "Fake_Dist-1.0.dist-info").mkdir()
+    (tmp_path / "Fake_Dist-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: Fake_Dist\n"
+                                                                    "Version: 1.0rc2\n\nVersion: 9\n")
+    (tmp_path / "other.egg-info").mkdir()
+    (tmp_path / "other.egg-info" / "PKG-INFO").write_text("Metadata-Version: 1.1\nName: other\nVersion: 2.5\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert dist_version("fake-dist") == "1.0rc2" == version("fake.dist")
+    assert dist_version("other") == "2.5" == version("other")
+    # the fast path itself, in a fresh interpreter as at start-up (it steps aside when something else on
+    # sys.meta_path could find distributions, as may be the case in a test process)
+    code = (f"import sys; sys.path.insert(0, {str(tmp_path)!r}); from codegen._metadata import _fast; "
+            "print(_fast('fake.dist'), _fast('other'), 'importlib.metadata' in sys.modules)")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["1.0rc2", "None", "False"], out.stdout + out.stderr

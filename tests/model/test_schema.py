@@ -1,9 +1,10 @@
 """The published JSON Schema of model files: a valid draft 2020-12 schema, printed by `mbgen schema`, the same
 keys as the loader, every shipped example valid, structural faults worded with file, field and what was expected,
-the fast path equal to plain jsonschema, and docs/model-format.md generated from it."""
+the fast paths equal to plain jsonschema, and docs/model-format.md generated from it."""
 import copy
 import glob
 import json
+import random
 
 import jsonschema
 import pytest
@@ -14,7 +15,7 @@ from codegen.model import ModelError, beams, loader
 from codegen.model.checks import LIMITS
 from codegen.model.core import JOINT_TYPES
 from codegen.model.loader import read_model_file
-from codegen.model.schema import RANGE_KEYWORDS, _validator, check_schema, model_schema
+from codegen.model.schema import RANGE_KEYWORDS, _accepts, _validator, check_schema, model_schema
 from codegen.model.schema_doc import reference_markdown
 from codegen.model.simulation import SIMULATION_KEYS
 from support.systems import EXAMPLES, ROOT
@@ -138,6 +139,58 @@ def test_fast_path_agrees_with_plain_jsonschema():
         assert fast == plain, (fast, plain)
         failing += bool(plain)
     assert failing == len(FAULTS) + 4           # the beam cases but elements "3" (it reads as 3)
+
+
+def _leaves(d, path=()):
+    """(path, value) of every value of a document, containers included."""
+    yield path, d
+    items = d.items() if isinstance(d, dict) else enumerate(d) if isinstance(d, list) else ()
+    for k, v in items:
+        yield from _leaves(v, path + (k,))
+
+
+def _mutants(doc, n, seed):
+    """n copies of doc, each with one value replaced, one key removed or one unknown key added."""
+    rng = random.Random(seed)
+    pool = [None, True, False, 0, 1, -1, 2.5, -1e-9, float("nan"), "x", "", "3", "4e-4", "revolute", "rk4", [], [1, 2],
+            [0.0, 0.0, 0.0], [[1, 0, 0], [0, 1, 0], [0, 0, 1]], {}, {"constant": 1}, {"ramp": 1}, "n" * 201]
+    paths = [p for p, _ in _leaves(doc) if p]
+    for _ in range(n):
+        d = copy.deepcopy(doc)
+        path = rng.choice(paths)
+        parent = d
+        for k in path[:-1]:
+            parent = parent[k]
+        what = rng.random()
+        if what < 0.7:
+            parent[path[-1]] = copy.deepcopy(rng.choice(pool))
+        elif what < 0.85:
+            del parent[path[-1]]
+        elif isinstance(parent, dict):
+            parent["colour"] = "red"
+        yield d
+
+
+def test_valid_file_fast_path_is_exact():
+    """check_schema skips jsonschema when _accepts() says True: that must mean plain jsonschema finds nothing
+    at all (value ranges included), and False that it finds something; every shipped example takes it."""
+    schema = model_schema()
+    docs = [read_model_file(p) for p in SHIPPED]
+    for d in docs:
+        assert _accepts(schema, d, schema) is True
+    seen = {True: 0, False: 0, None: 0}
+    for k, base in enumerate([_rigid(), read_model_file(str(EXAMPLES / "flexible_pendulum.yaml")),
+                              read_model_file(str(EXAMPLES / "five_bar.yaml")),
+                              read_model_file(str(EXAMPLES / "quarter_car.yaml"))]):
+        for d in _mutants(base, 100, seed=k):
+            verdict = _accepts(schema, d, schema)
+            seen[verdict] += 1
+            errors = list(PLAIN.iter_errors(d))
+            if verdict is True:
+                assert errors == [], [e.message for e in errors]
+            elif verdict is False:
+                assert errors, "the fast path refuses a file that jsonschema accepts"
+    assert seen[True] > 50 and seen[False] > 50, seen
 
 
 def test_reference_page_is_up_to_date(capsys):

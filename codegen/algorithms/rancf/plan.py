@@ -38,15 +38,14 @@ class BeamPlan(BeamLayout):
         start, direc = self.element_geometry()
         p = np.zeros(2 + NPE * self.nbar)
         p[0:2] = m.gravity
-        Mn, Gn = _mass_gravity_funcs()
         for s in range(self.nbar):
             b = self.beam_order[self.beam_of[s]]
             bm, j = beams[b], jby[b]
             l = bm.length / bm.elements
             blk = p[2 + NPE * s: 2 + NPE * (s + 1)]
-            blk[0:64] = np.asarray(Mn(bm.rho, bm.A, l), float).reshape(64)          # eq 4
+            blk[0:64] = element_mass(bm.rho, bm.A, l).reshape(64)                      # eq 4
             blk[64:68] = (bm.E, bm.A, bm.I, l)
-            blk[68:76] = np.asarray(Gn(bm.rho, bm.A, l, m.gravity[0], m.gravity[1]), float).reshape(8)  # eq 9
+            blk[68:76] = element_gravity(bm.rho, bm.A, l, m.gravity[0], m.gravity[1])  # eq 9
             if self.local[s] == 0:
                 if j.parent == GROUND:
                     blk[76:78] = j.at
@@ -67,36 +66,91 @@ class BeamPlan(BeamLayout):
         return p
 
 
-@lru_cache(maxsize=None)
-def _mass_gravity_funcs():
-    import sympy as sp
-    from ...symbolic import ancf
-    M = sp.lambdify((ancf.rho, ancf.A, ancf.l), ancf.mass_matrix(), "numpy")
-    G = sp.lambdify((ancf.rho, ancf.A, ancf.l, ancf.gx, ancf.gy), ancf.gravity_force(), "numpy")
-    return M, G
+# M_E (eq 4) and F_EG (eq 9) of codegen.symbolic.ancf in closed form, without sympy (a cached build makes the
+# parameters, and importing sympy alone took ~0.3 s of its start-up): rho A l int_0^1 N_i N_j dxi and
+# rho A l int_0^1 N_i dxi g of the cubic Hermite functions (eq 3; N_2, N_4 carry a factor l), each entry
+# evaluated as sympy's lambdify of the factored matrices evaluates it, coefficient * A * l**k * rho (the same
+# floats; tests/algorithms/rancf/test_rancf_ref.py compares them with the derivation bit for bit).
+_MASS = ((13 / 35, 11 / 210, 9 / 70, -13 / 420), (11 / 210, 1 / 105, 13 / 420, -1 / 140),
+         (9 / 70, 13 / 420, 13 / 35, -11 / 210), (-13 / 420, -1 / 140, -11 / 210, 1 / 105))
+_GRAVITY = (1 / 2, 1 / 12, 1 / 2, -1 / 12)
+
+
+def element_mass(rho, A, l) -> np.ndarray:
+    """Hu & Wang eq 4: the 8 x 8 mass matrix of a Shabana planar element, order [r_A; r'_A; r_B; r'_B]."""
+    M = np.zeros((8, 8))
+    for i in range(4):
+        for j in range(4):
+            k = 1 + i % 2 + j % 2                          # the power of l
+            M[2 * i, 2 * j] = M[2 * i + 1, 2 * j + 1] = _MASS[i][j] * A * (l if k == 1 else l**k) * rho
+    return M
+
+
+def element_gravity(rho, A, l, gx, gy) -> np.ndarray:
+    """Hu & Wang eq 9: the element's gravity forces for g = (gx, gy)."""
+    f = np.zeros(8)
+    for i in range(4):
+        for c, g in enumerate((gx, gy)):
+            f[2 * i + c] = _GRAVITY[i] * A * g * (l if i % 2 == 0 else l**2) * rho
+    return f
 
 
 # ====================================================================== code generation
 
+CHORD_LINES = (("chord_x", "e[4] - e[0]"), ("chord_y", "e[5] - e[1]"), ("chord", "sqrt(chord_x*chord_x + chord_y*chord_y)"),
+               ("cos_a", "chord_x/chord"), ("sin_a", "chord_y/chord"))
+
+
 @lru_cache(maxsize=None)
-def energy_c_assignments():
-    """(target, C expr) for the element strain energy U (eq 6) -> 'U', inputs e[0..7], EE, AA, II, ll."""
+def chord_frame_force(with_energy: bool = False):
+    """(target, C expr) for the elastic force F_EK (eq 7) -> F[0..7], worked in the chord frame (eq 5); with_energy:
+    for the strain energy U (eq 6) -> U instead, from the same local quantities.
+
+    Eq 6 in the frame rotated by the chord angle: with the local coordinates xb = R(alpha) x (x-components of
+    r_A, r'_A, r_B, r'_B) and yb, U = 1/2 (xb - xb0)^T Kx (xb - xb0) + 1/2 yb^T Ky yb, Kx = E A int N'^T N' ds,
+    Ky = E I int N''^T N'' ds (the even / odd rows and columns of the paper's A11 and B22,
+    codegen.symbolic.ancf.paper_matrices), xb0 = (xb_A, 1, xb_A + l, 1) the unstretched element (Kx xb0 =
+    E A int N' ds, the linear term of eq 7; Kx and Ky annihilate (1, 0, 1, 0)).  In the chord frame xb_B - xb_A
+    = d and yb_B = yb_A, so dU/dxb = Kx (0, xb'_A - 1, d - l, xb'_B - 1) and dU/dyb = Ky (0, yb'_A, 0, yb'_B),
+    and F = R^T (dU/dxb, dU/dyb) + dU/dalpha dalpha/de with dU/dalpha = sum_k dU/dxb_k yb_k - dU/dyb_k xb_k (the
+    chain rule of eq 7).  About 80 operations per element instead of the ~400 of the expanded gradient
+    (ancf.c_assignments), and the strains enter as differences, not as the cancelling quadratic and linear
+    terms; tests/algorithms/rancf/test_rancf_ref.py compares it with the symbolic gradient."""
     import sympy as sp
     from ...symbolic import ancf
-    es = sp.MatrixSymbol("e", 8, 1)
     pE, pA, pI, pl = (sp.Symbol(n, real=True) for n in ("EE", "AA", "II", "ll"))
     ca, sa, ch = (sp.Symbol(n, real=True) for n in ("cos_a", "sin_a", "chord"))
-    to_c = {sp.cos(ancf.alpha): ca, sp.sin(ancf.alpha): sa, ancf.d: ch, ancf.E: pE, ancf.A: pA, ancf.I: pI,
-            ancf.l: pl}
-    to_c.update({ancf.e[k]: es[k, 0] for k in range(8)})
-    U = ancf.strain_energy().xreplace(to_c)
+    xa1, ya1, xb1, yb1, ex1, exd, ex3 = sp.symbols("xa1 ya1 xb1 yb1 ex1 exd ex3", real=True)
+    P = ancf.paper_matrices()
+    sub = {ancf.E: pE, ancf.A: pA, ancf.I: pI, ancf.l: pl}
+    Kx = P["A11"].extract([0, 2, 4, 6], [0, 2, 4, 6]).xreplace(sub)
+    Ky = P["B22"].extract([1, 3, 5, 7], [1, 3, 5, 7]).xreplace(sub)
+    rigid = sp.Matrix([1, 0, 1, 0])
+    assert (Kx * rigid).is_zero_matrix and (Ky * rigid).is_zero_matrix
+    gx = (Kx * sp.Matrix([0, ex1, exd, ex3])).applyfunc(sp.expand)
+    gy = (Ky * sp.Matrix([0, ya1, 0, yb1])).applyfunc(sp.expand)
+    # sum_k gx_k yb_k - gy_k xb_k with yb = (yb_A, ya1, yb_A, yb1), xb = (xb_A, xa1, xb_A + d, xb1); the yb_A and
+    # xb_A terms drop out (gx_0 + gx_2 = gy_0 + gy_2 = 0)
+    dU_dalpha = gx[1] * ya1 + gx[3] * yb1 - gy[1] * xa1 - gy[3] * xb1 - gy[2] * ch
+    grad_alpha = [sa / ch, -ca / ch, 0, 0, -sa / ch, ca / ch, 0, 0]
+    F = []
+    for k in range(4):
+        F += [ca * gx[k] - sa * gy[k] + dU_dalpha * grad_alpha[2 * k],
+              sa * gx[k] + ca * gy[k] + dU_dalpha * grad_alpha[2 * k + 1]]
     pr = ancf._CPrinter()
-    out = [("chord_x", "e[4] - e[0]"), ("chord_y", "e[5] - e[1]"),
-           ("chord", "sqrt(chord_x*chord_x + chord_y*chord_y)"), ("cos_a", "chord_x/chord"),
-           ("sin_a", "chord_y/chord")]
-    reps, red = sp.cse([U], symbols=sp.numbered_symbols("u"))
+    out = list(CHORD_LINES) + [("xa1", "cos_a*e[2] + sin_a*e[3]"), ("ya1", "cos_a*e[3] - sin_a*e[2]"),
+                               ("xb1", "cos_a*e[6] + sin_a*e[7]"), ("yb1", "cos_a*e[7] - sin_a*e[6]"),
+                               ("ex1", "xa1 - 1.0"), ("exd", "chord - ll"), ("ex3", "xb1 - 1.0")]
+    reps, red = sp.cse(F, symbols=sp.numbered_symbols("f"))
     out += [(str(a), pr.doprint(b)) for a, b in reps]
-    out.append(("U", pr.doprint(red[0])))
+    out += [(f"F[{k}]", pr.doprint(x)) for k, x in enumerate(red)]
+    if with_energy:                          # U = 1/2 dx^T Kx dx + 1/2 dy^T Ky dy, from the same local quantities
+        dx, dy = sp.Matrix([0, ex1, exd, ex3]), sp.Matrix([0, ya1, 0, yb1])
+        U = sp.expand((dx.T * Kx * dx)[0, 0] / 2 + (dy.T * Ky * dy)[0, 0] / 2)
+        out = out[:12]
+        reps, red = sp.cse([U], symbols=sp.numbered_symbols("u"))
+        out += [(str(a), pr.doprint(b)) for a, b in reps]
+        out.append(("U", pr.doprint(red[0])))
     return tuple(out)
 
 
@@ -113,10 +167,11 @@ def _cy_body(assigns, indent="    "):
 def element_code() -> Dict[str, str]:
     from ...symbolic import ancf
     prm = ("EE", "AA", "II", "ll")
-    return {"force": _cy_body(ancf.c_assignments(("F_EK",), params=prm)),
+    assert [t for t, _ in chord_frame_force()[:5]] == ["chord_x", "chord_y", "chord", "cos_a", "sin_a"]
+    return {"force_local": _cy_body(chord_frame_force()[5:]),      # the chord given (Kernel.forces, two passes)
             "force_jac": _cy_body(ancf.c_assignments(("F_EK", "dF_EK"), params=prm)),
-            "energy": _cy_body([(t, x) for t, x in energy_c_assignments() if t != "U"]) + "\n    return " +
-            energy_c_assignments()[-1][1]}
+            "energy_local": _cy_body([(t, x) for t, x in chord_frame_force(True)[5:] if t != "U"]) + "\n    return " +
+            chord_frame_force(True)[-1][1]}
 
 
 def template_vars(plan: BeamPlan, options) -> dict:

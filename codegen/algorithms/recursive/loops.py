@@ -20,7 +20,7 @@ from typing import List, Optional
 import numpy as np
 
 from ...model import GROUND, JOINT_TYPES, Model, ModelError
-from ...symbolic.loops import ROWS, planar_rows
+from ...symbolic.loop_rows import ROWS, planar_rows
 from ..tree_plan import Plan, canonical_rotation
 
 NP_CUT = 24          # per cut: p_i (3), e0 e1 e2 (9), p_j (3), f0 f1 f2 (9)

@@ -46,6 +46,59 @@ def test_operator_structure(m3):
                 assert not blk.any()
 
 
+def test_plan_parameters_equal_the_symbolic_derivation_bit_for_bit():
+    """The plan's closed-form M_E (eq 4) and F_EG (eq 9), which spare a cached build sympy, are the floats that
+    lambdify of codegen/symbolic/ancf.py's matrices gives (as the plan computed them before)."""
+    from codegen.algorithms.rancf.plan import element_gravity, element_mass
+    from codegen.symbolic import ancf
+    M = sp.lambdify((ancf.rho, ancf.A, ancf.l), ancf.mass_matrix(), "numpy")
+    G = sp.lambdify((ancf.rho, ancf.A, ancf.l, ancf.gx, ancf.gy), ancf.gravity_force(), "numpy")
+    rng = np.random.default_rng(3)
+    cases = [(7800.0, 4e-4, 1.0, 0.0, -9.81)] + [(rng.uniform(1, 1e4), rng.uniform(1e-6, 1), rng.uniform(1e-3, 10),
+                                                 *rng.normal(0, 10, 2)) for _ in range(50)]
+    for rho, A, l, gx, gy in cases:
+        assert np.array_equal(element_mass(rho, A, l), np.asarray(M(rho, A, l), float))
+        assert np.array_equal(element_gravity(rho, A, l, gx, gy), np.asarray(G(rho, A, l, gx, gy), float).reshape(8))
+
+
+def test_chord_frame_element_code_equals_the_symbolic_gradient_and_energy():
+    """The kernel's elastic force and strain energy (rancf.plan.chord_frame_force: eq 6 in the chord frame) are
+    the symbolic gradient (eq 7) and energy of codegen/symbolic/ancf.py (evaluated in 40-digit arithmetic: in
+    doubles its expanded form loses digits to cancellation), up to rounding."""
+    import math
+
+    import mpmath
+    from codegen.algorithms.rancf.plan import chord_frame_force
+    from codegen.symbolic import ancf
+    args = [list(ancf.e), ancf.E, ancf.A, ancf.I, ancf.l]
+    F_mp = sp.lambdify(args, list(ancf.explicit(ancf.elastic_force())), "mpmath")
+    U_mp = sp.lambdify(args, ancf.explicit(ancf.strain_energy()), "mpmath")
+
+    def exact(f, e, prm):
+        with mpmath.workdps(40):
+            out = f([mpmath.mpf(x) for x in e], *map(mpmath.mpf, prm))
+            return np.array([float(x) for x in out]) if isinstance(out, list) else float(out)
+
+    def run(code, e, *prm):
+        env = dict(zip(("EE", "AA", "II", "ll"), prm), e=e, sqrt=math.sqrt, F=[0.0] * 8)
+        for target, expr in code:
+            if target.startswith("F["):
+                env["F"][int(target[2:-1])] = eval(expr, env)
+            else:
+                env[target] = eval(expr, env)
+        return env
+    rng = np.random.default_rng(5)
+    for _ in range(60):
+        l_, ang = rng.uniform(0.1, 5.0), rng.uniform(-np.pi, np.pi)
+        e0 = np.array([*rng.normal(size=2), np.cos(ang), np.sin(ang), 0, 0, np.cos(ang), np.sin(ang)])
+        e0[4:6] = e0[0:2] + l_ * e0[2:4]
+        e = list(e0 + rng.normal(size=8) * rng.choice([1e-3, 1e-2, 1e-1]))
+        prm = (rng.uniform(1e6, 2e11), rng.uniform(1e-5, 1e-2), rng.uniform(1e-10, 1e-5), l_)
+        F, F_ref = np.array(run(chord_frame_force(), e, *prm)["F"]), exact(F_mp, e, prm)
+        np.testing.assert_allclose(F, F_ref, rtol=0, atol=1e-10 * np.abs(F_ref).max())
+        assert run(chord_frame_force(True), e, *prm)["U"] == pytest.approx(exact(U_mp, e, prm), rel=1e-10)
+
+
 def test_element_matches_symbolic_derivation(m3):
     from codegen.symbolic import ancf
     E_, A_, I_, rho_, l_ = 21e6, 4e-4, 2e-6, 7800.0, m3.l
