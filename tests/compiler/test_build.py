@@ -3,7 +3,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -27,10 +26,8 @@ def test_key_depends_on_topology_and_options_not_numbers():
 def test_cache_hit_reuses_module():
     m = codegen.load_model("examples/balance_pendulum.yaml")
     first = get_system(m, ref_point="centroid")
-    t0 = time.perf_counter()
     again = codegen.build(codegen.models.balance_pendulum(), ref_point="centroid")
-    assert again.build_info["hit"] and again.build_info["key"] == first.build_info["key"]
-    assert time.perf_counter() - t0 < 5
+    assert again.build_info["hit"] and again.build_info["key"] == first.build_info["key"]   # no compiler run
     folder = os.path.dirname(again.build_info["path"])
     files = sorted(os.listdir(folder))
     assert any(f.endswith(".pyx") for f in files) and any(f.endswith(".c") for f in files)
@@ -73,16 +70,14 @@ def test_generated_module_header_and_structure():
 
 def test_generated_code_grows_linearly():
     """Loops over the topology, not one expression per body: the rendered source of a 1000-body chain is
-    barely larger than that of a 10-body one, and generation takes well under a second."""
-    t0 = time.perf_counter()
+    barely larger than that of a 10-body one (generation time is measured by benchmarks/bench_grcr.py and the
+    build benchmarks, not asserted here: a loaded machine would fail such a test)."""
     big = generated_source(codegen.models.chain(1000), "recursive")
-    dt = time.perf_counter() - t0
     small = generated_source(codegen.models.chain(10), "recursive")
     tree = generated_source(codegen.models.random_tree(200, seed=4), "recursive")
     tree2 = generated_source(codegen.models.random_tree(400, seed=4), "recursive")
     assert len(big) - len(small) < 130 * 990                 # a roadmap row and three array entries per body
     assert len(tree2) - len(tree) < 1.3 * (len(tree) - len(small))   # per-body growth bounded
-    assert dt < 5.0
 
 
 def test_unknown_algorithm_and_option():
