@@ -23,6 +23,22 @@ def test_key_depends_on_topology_and_options_not_numbers():
     assert build_key(a, "recursive", o) != build_key(a, "dense", resolve_options("dense"))
 
 
+def test_key_names_the_processor_the_kernels_are_tuned_for():
+    """Kernels are compiled with -march=native: the processor is in the key, so a cache shared by machines of
+    different kinds never loads code for another one; MBGEN_NATIVE=0 gives a portable build (another key)."""
+    code = ("import codegen, sys; from codegen.compiler import build_key, resolve_options, cache;"
+            "print(build_key(codegen.models.chain(4), 'recursive', resolve_options('recursive')),"
+            " cache.cpu_fingerprint(), cache.native_flags())")
+    out = {}
+    for native in ("1", "0"):
+        env = dict(os.environ, MBGEN_NATIVE=native)
+        out[native] = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                     check=True).stdout.split(maxsplit=2)
+    assert out["0"][1] == "portable" and out["0"][2].strip() == "[]"
+    assert out["1"][1] != "portable" and out["1"][0] != out["0"][0]
+    assert out["1"][2].strip() in ("['-march=native']", "[]")      # [] only for a compiler that refuses it
+
+
 def test_cache_hit_reuses_module():
     m = codegen.load_model("examples/balance_pendulum.yaml")
     first = get_system(m, ref_point="centroid")
