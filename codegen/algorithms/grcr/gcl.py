@@ -1,0 +1,156 @@
+"""General coupled loops (GCL, Critchley & Anderson Sect. 5): a planar loop restructured so that a window of
+adjacent dependent coordinates lies at the end of an open loop, where the plain recursive coordinate reduction
+takes it (no arbitrary-selection solve, eq 99).
+
+The loop is the chain B -J1- b1 -J2- ... -b_{n-1} -Jn- B (B its base, Jn the cut) with rank m (3 in a plane).
+Plain RCR takes the last m joints as dependents; when they are singular (M2: q4 and q5 slide along one line)
+the loop is opened elsewhere.  For the window W = J_{a+1} .. J_{a+m} (0-based start a < n - m) the topology
+"adjustment" of Sect. 5 adds fictitious joints and a second loop:
+
+  * loop A: B -J1- ... -J_a- p -f1- m -f2- G, closed by the cut f3 to B.  f1 (revolute about the plane normal),
+    f2 and f3 (prismatic along two in-plane directions of B) form a full planar joint from p to G, a massless
+    copy of the base (G = B when closed); its three columns never become dependent, so f1, f2, f3 are loop A's
+    dependents at every configuration (its m_i new coordinates, "an m_i coordinate growth");
+  * loop B hangs on loop A (eq 107: base p on loop A's chain, shared joints f1, f2, branching body G): the old
+    cut Jn hangs b_{n-1} from G (as it hung from B), the joints J_{n-1} .. J_{a+2} are reversed (child hung from
+    parent, frames swapped, axis negated: the same coordinate), and J_{a+1} closes loop B as its cut.  Its last
+    m joints are the window, eliminated from the tip like any loop's tail.
+
+Every real joint keeps its name and coordinate, so states map one to one by name (the fictitious coordinates
+follow from the poses, ``fictitious_state``).  The restructured model is an ordinary model of the grcr family:
+built, cached and checked like any other.
+"""
+from __future__ import annotations
+
+from typing import Dict, List
+
+import numpy as np
+
+from ...model import GROUND, Body, Joint, Model, ModelError, Placement
+from .plan import loop_layout
+
+TAG = "~gcl"                   # fictitious names: CUT~gcl.f1 ... (no model name can hold '~' and '.' like this)
+
+
+def loop_joints(model: Model) -> Dict[str, dict]:
+    """Per cut name: base, joints J1..Jn (the cut last), and whether the loop shares joints with another."""
+    jof = {j.child: j for j in model.joints}
+    layout = loop_layout(model)
+    return {lp["cut"].name: {"base": lp["cut"].parent, "joints": [jof[b] for b in lp["tail"]] + [lp["cut"]],
+                             "coupled": bool(lp["prefix"]) or any(o["owner"] == i for o in layout)}
+            for i, lp in enumerate(layout)}
+
+
+def _rot_about(M: np.ndarray, a: np.ndarray) -> float:
+    """Angle of the rotation M about the unit axis a."""
+    s = 0.5 * np.array([M[2, 1] - M[1, 2], M[0, 2] - M[2, 0], M[1, 0] - M[0, 1]]) @ a
+    return float(np.arctan2(s, 0.5 * (np.trace(M) - 1.0)))
+
+
+def _names(cut: str) -> dict:
+    p = f"{cut}{TAG}"
+    return {"m": f"{p}.m", "G": f"{p}.G", "f1": f"{p}.f1", "f2": f"{p}.f2", "f3": f"{p}.f3"}
+
+
+class Frames:
+    """World poses (R, p) of the bodies of a model at one state, from the kernel's outputs (quaternion, centroid)."""
+
+    def __init__(self, model: Model, names: List[str], com: np.ndarray, quat: np.ndarray):
+        self.R = {GROUND: np.eye(3)}
+        self.p = {GROUND: np.zeros(3)}
+        for k, b in enumerate(names):
+            w, x, y, z = quat[k]
+            R = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                          [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                          [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+            self.R[b] = R
+            self.p[b] = com[k] - R @ model.body(b).com
+
+
+def plane_normal(model: Model, joints: List[Joint], fr: Frames) -> np.ndarray:
+    """The loop's plane normal (world): the axis of its revolute joints, which must all be parallel, with every
+    prismatic axis in the plane; ModelError otherwise."""
+    axes = {j.name: fr.R[j.parent] @ j.parent_frame.rot @ (np.asarray(j.axis, float) if j.axis is not None
+                                                           else np.array([0.0, 0.0, 1.0])) for j in joints}
+    rev = [axes[j.name] / np.linalg.norm(axes[j.name]) for j in joints if j.type == "revolute"]
+    cut = joints[-1].name
+    if not rev or any(abs(abs(a @ rev[0]) - 1.0) > 1e-9 for a in rev) or any(
+            abs(axes[j.name] @ rev[0]) > 1e-9 * np.linalg.norm(axes[j.name]) for j in joints if j.type == "prismatic"):
+        raise ModelError(f"general coupled loops (--switching gcl) restructure planar loops (revolute joints about "
+                         f"one normal, prismatic joints in the plane); loop {cut} is not planar: use --switching acs",
+                         model.source, f"loops[{cut}]")
+    return rev[0]
+
+
+def restructure(model: Model, starts: Dict[str, int], fr: Frames, q_of: Dict[str, np.ndarray]) -> Model:
+    """The model with each loop named in `starts` (cut name -> window start a) restructured as in the module
+    docstring, at the state given by q_of (joint name -> its coordinates, which become the tree's q0; u0 = 0)
+    and the poses fr (the fictitious joints' q0).  A loop whose window is its tail (a = n - 3) keeps its
+    structure, and so do loops not named."""
+    loops = loop_joints(model)
+    joints, cuts = list(model.joints), list(model.cuts)
+    bodies = list(model.bodies)
+    fict = {}
+    for cut, a in starts.items():
+        lp = loops[cut]
+        J, B = lp["joints"], lp["base"]
+        n = len(J)
+        if a >= n - 3:
+            continue
+        if lp["coupled"]:
+            raise ModelError(f"general coupled loops (--switching gcl) restructure loops that share no joints with "
+                             f"another; loop {cut} does: use --switching acs", model.source, f"loops[{cut}]")
+        if J[a].name in {s.joint for s in model.springs} | {f.joint for f in model.joint_forces}:
+            raise ModelError(f"loop {cut} cannot be opened at joint {J[a].name}: a force element acts on it; use "
+                             f"--switching acs", model.source, f"loops[{cut}]")
+        moved = {j.name for j in J[a:]}
+        joints = [j for j in joints if j.name not in moved]
+        cuts = [c for c in cuts if c.name != cut]
+        hub = B                                          # a = 0: the loop worked in the opposite direction
+        if a > 0:                                        # fictitious planar joint p -> G = B, loop A
+            nm = _names(cut)
+            g = geometry(model, J, B, a, fr)
+            fict[nm["f1"]], fict[nm["f2"]] = g["f"][0], g["f"][1]
+            bodies += [Body(nm["m"], 0.0, np.zeros(3), np.zeros((3, 3))),
+                       Body(nm["G"], 0.0, np.zeros(3), np.zeros((3, 3)))]
+            joints += [Joint(nm["f1"], "revolute", g["p"], nm["m"], Placement(-g["d"] * g["n_p"], np.eye(3)),
+                             Placement(np.zeros(3), g["K"]), axis=g["n_p"]),
+                       Joint(nm["f2"], "prismatic", nm["m"], nm["G"], axis=g["e1"])]
+            cuts.append(Joint(nm["f3"], "prismatic", B, nm["G"], axis=g["e2"]))
+            hub = nm["G"]
+        joints.append(Joint(J[-1].name, J[-1].type, hub, J[-1].child, J[-1].parent_frame, J[-1].child_frame,
+                            axis=J[-1].axis))
+        for j in reversed(J[a + 1:n - 1]):
+            joints.append(Joint(j.name, j.type, j.child, j.parent, j.child_frame, j.parent_frame,
+                                axis=-np.asarray(j.axis if j.axis is not None else (0.0, 0.0, 1.0), float)))
+        cuts.append(Joint(J[a].name, J[a].type, J[a].parent, J[a].child, J[a].parent_frame, J[a].child_frame,
+                          axis=J[a].axis))
+    joints = [Joint(j.name, j.type, j.parent, j.child, j.parent_frame, j.child_frame, j.axis, j.axis2,
+                    np.atleast_1d(np.asarray(fict[j.name] if j.name in fict else q_of[j.name], float)).copy(), None)
+              for j in joints]
+    return Model(model.name, bodies, joints, model.gravity, model.springs, model.point_springs, model.joint_forces,
+                 model.source, model.tau_hook, model.simulation, cuts)
+
+
+def geometry(model: Model, J: List[Joint], B: str, a: int, fr: Frames) -> dict:
+    """The fictitious joints of window start a: the body p they hang from, the plane normal in p's frame
+    (n_p), the offset d of p's origin from B's plane, in-plane directions e1, e2 of B, the constant child frame
+    K of f1 (m's frame = B's when f1 = 0 at the poses fr) and the values f = (f1, f2, f3) that close loop A."""
+    nw = plane_normal(model, J, fr)
+    p = B if a == 0 else J[a - 1].child
+    RB, Rp = fr.R[B], fr.R[p]
+    nB = RB.T @ nw
+    e1 = np.cross(nB, [1.0, 0.0, 0.0] if abs(nB[0]) < 0.9 else [0.0, 1.0, 0.0])
+    e1 /= np.linalg.norm(e1)
+    g = {"p": p, "n_p": Rp.T @ nw, "nB": nB, "e1": e1, "e2": np.cross(nB, e1), "K": RB.T @ Rp}
+    g["d"] = float(nB @ (RB.T @ (fr.p[p] - fr.p[B])))
+    g["f"] = fictitious_values(fr, B, g)
+    return g
+
+
+def fictitious_values(fr: Frames, B: str, g: dict) -> np.ndarray:
+    """f1, f2, f3 that close loop A at the poses fr (G = B): Rot(n_p, f1) = R_p^T R_B K, and the in-plane
+    offset of p from B along e1, e2."""
+    RB, Rp = fr.R[B], fr.R[g["p"]]
+    rel = RB.T @ (fr.p[g["p"]] - fr.p[B])
+    return np.array([_rot_about(Rp.T @ RB @ g["K"], g["n_p"]), -(g["e1"] @ rel), g["e2"] @ rel])
