@@ -230,9 +230,10 @@ def start(system, x, t0=0.0):
 
 
 def outputs(system, X, ts) -> dict:
-    """Result extras of a grcr run: the partition switches, each loop's closure (position, velocity) and the
-    cut coordinates (as the cut-joint method reports them)."""
-    sw, total = switches(system)
+    """Result extras of a grcr run: the partition switches (ACS) or restructurings (GCL), each loop's closure
+    (position, velocity) and the cut coordinates (as the cut-joint method reports them)."""
+    run = getattr(system, "gcl_run", None)
+    sw, total = (run.switches, len(run.switches)) if run is not None else switches(system)
     for t, loop, old, new in sw:
         log.info("t = %.6g s: loop %s dependents %s -> %s", t, loop, ",".join(old), ",".join(new))
     plan = system.plan
@@ -241,6 +242,216 @@ def outputs(system, X, ts) -> dict:
             "partition_switch_loop": np.array([s[1] for s in sw], dtype=str),
             "partition_switch_old": np.array([",".join(s[2]) for s in sw], dtype=str),
             "partition_switch_new": np.array([",".join(s[3]) for s in sw], dtype=str),
-            "dependents_final": np.array(dependent_names(system)),
+            "dependents_final": np.array(dependent_names(system) if run is None else
+                                         [n for c, a in zip(run.names, run.final) for n in run.window_names(c, a)]),
             "constraint_violation": system.kernel.closure_history(X),
             "cut_q": X[:, cut_cols].copy(), "cut_q_names": np.array([system.coord_names[i] for i in cut_cols])}, total
+
+
+# ---------------------------------------------------------------------------------------- GCL (Sect. 5)
+class CoupledLoopRun:
+    """A run that restructures (GCL) instead of re-selecting (ACS): every loop of the model is solved with a
+    window of three adjacent dependents at the end of an open loop (codegen.algorithms.grcr.gcl), the window with
+    the best conditioned columns at the start; when the kernel reports the partition degraded (fail_code 7)
+    the run goes back to the last sample, restructures the degraded loops around their best window there and
+    carries on.  Each structure is its own kernel (built once, cached); states map by joint name."""
+
+    def __init__(self, system):
+        from ..algorithms.grcr import gcl
+        self.gcl, self.sys = gcl, system
+        self.model = system.model
+        self.loops = gcl.loop_joints(self.model)
+        self.names = [system.plan.loop_names[L] for L in range(len(system.plan.chains))]
+        fr = self.frames(np.concatenate(system.initial_state()))
+        for L, cut in enumerate(self.names):
+            lp = self.loops[cut]
+            if lp["coupled"] or system.ranks[L] != 3:
+                raise ModelError(f"general coupled loops (--switching gcl) restructure planar loops that share no "
+                                 f"joints with another; loop {cut} " + ("shares joints" if lp["coupled"] else
+                                 f"has rank {system.ranks[L]}") + ": use --switching acs", self.model.source,
+                                 f"loops[{cut}]")
+            gcl.plane_normal(self.model, lp["joints"], fr)
+        self.structs = {}
+
+    def frames(self, x):
+        k = self.sys.kernel
+        com, quat, _ = k.outputs_at(np.asarray(x, float)[None])
+        return self.gcl.Frames(self.sys.plan.state_model, self.sys.plan.body_names, com[0], quat[0])
+
+    def window_names(self, cut, a):
+        return [j.name for j in self.loops[cut]["joints"][a:a + 3]]
+
+    def health(self, x, starts, t=0.0):
+        """Per source loop: the conditioning (min s^T R s / s^T s) of the windows `starts` at the source state x,
+        measured in the source model (columns about its loops' first joints, one scale for every structure); 0
+        where the structure cannot be used at x (its open loops cannot take their constraints, or its
+        projection is not finite)."""
+        k = self.sys.kernel
+        keep = k.dependents()
+        mask = np.zeros_like(keep)
+        o = 0
+        for L, ch in enumerate(self.sys.plan.chains):
+            mask[o + starts[L]:o + starts[L] + 3] = 1
+            o += len(ch)
+        k.set_dependents(mask)
+        try:
+            h = np.nan_to_num(k.health(np.asarray(x[:self.sys.nq], float)), nan=0.0)
+        finally:
+            k.set_dependents(keep)
+        own = self.own_health(x, starts, t)
+        return np.where(own > 0, h, 0.0)
+
+    def own_health(self, x, starts, t=0.0):
+        """The same by the structure's own kernel (its loops mapped back to the source loops they solve): the
+        measure its run watches."""
+        try:
+            s, _, _, _, owner = st = self.struct(starts, x)
+        except ModelError:
+            return np.zeros(len(self.names))
+        xs = self.to_struct(st, x, t)
+        h = np.nan_to_num(s.kernel.health(xs[:s.nq]), nan=0.0) if np.all(np.isfinite(xs)) else np.zeros(len(owner))
+        out = np.ones(len(self.names))
+        for L, v in enumerate(h):
+            out[owner[L]] = min(out[owner[L]], v)
+        return out
+
+    def best(self, x, cur=None, avoid=(), t=0.0):
+        """Per loop the window start with the best conditioning at x (trying each start with the others kept);
+        with cur, only the loops in `avoid` change, to another window than their current one."""
+        out = list(cur) if cur is not None else [len(self.loops[c]["joints"]) - 3 for c in self.names]
+        for L, cut in enumerate(self.names):
+            if cur is not None and L not in avoid:
+                continue
+            scores = []
+            for a in range(len(self.loops[cut]["joints"]) - 2):
+                if cur is not None and a == cur[L]:
+                    continue
+                trial = list(out)
+                trial[L] = a
+                scores.append((self.health(x, tuple(trial), t)[L], -a, a))
+            out[L] = max(scores)[2]
+        return tuple(out)
+
+    def tolerance(self, starts, x, t):
+        """The structure's watch in its own measure: SWITCH_TOL of the source measure, converted at x (the two
+        differ by the structure's reference point and lever arms; recalibrated after every chunk of samples),
+        and at most half its own conditioning at x (a structure taken near another's singularity runs until it
+        degrades itself)."""
+        own = self.own_health(x, starts, t).min()
+        src = self.health(x, starts, t).min()
+        self.struct(starts, x)[0].kernel.switch_tol = min(SWITCH_TOL * own / max(src, 1e-300), 0.5 * own)
+
+    def struct(self, starts, x):
+        """(System, geometry per restructured loop) of the structure `starts`, built at x on first use."""
+        if starts not in self.structs:
+            fr = self.frames(x)
+            q_of = self.coordinates(x)
+            m = self.gcl.restructure(self.model, dict(zip(self.names, starts)), fr, q_of)
+            s = type(self.sys)(m, "grcr", cache_dir=self.sys.build_info["cache_dir"], dependents="auto")
+            geo = {cut: self.gcl.geometry(self.model, self.loops[cut]["joints"], self.loops[cut]["base"], a, fr)
+                   for cut, a in zip(self.names, starts) if 0 < a < len(self.loops[cut]["joints"]) - 3}
+            mask = np.zeros_like(s.kernel.dependents())
+            o = 0
+            for ch in s.plan.chains:                     # plain RCR: the last three of every open loop
+                o += len(ch)
+                mask[o - 3:o] = 1
+            s.kernel.set_dependents(mask)
+            s.kernel.switching = 2
+            owner = []                                   # structure loop -> the source loop it solves
+            for name in s.plan.loop_names:
+                src = name.split(self.gcl.TAG)[0]
+                owner.append(self.names.index(src) if src in self.names else
+                             next(L for L, (c, a) in enumerate(zip(self.names, starts))
+                                  if self.loops[c]["joints"][a].name == name))
+            self.structs[starts] = (s, geo, [self.sys.coord_names.index(c) if c in self.sys.coord_names else -1
+                                             for c in s.coord_names],
+                                    [self.sys.velocity_names.index(c) if c in self.sys.velocity_names else -1
+                                     for c in s.velocity_names], owner)
+        return self.structs[starts]
+
+    def coordinates(self, x):
+        """joint name -> its coordinates in the source state x."""
+        out = {}
+        for i, c in enumerate(self.sys.coord_names):
+            out.setdefault(c.rsplit(".", 1)[0], []).append(x[i])
+        return {k: np.array(v) for k, v in out.items()}
+
+    def to_struct(self, st, x, t):
+        s, geo, iq, iv, _ = st
+        xs = np.zeros(s.nq + s.nv)
+        for i, k in enumerate(iq):
+            if k >= 0:
+                xs[i] = x[k]
+        for i, k in enumerate(iv):
+            if k >= 0:
+                xs[s.nq + i] = x[self.sys.nq + k]
+        if geo:
+            fr = self.frames(x)
+            for cut, g in geo.items():
+                f = self.gcl.fictitious_values(fr, self.loops[cut]["base"], g)
+                for name, v in zip(("f1", "f2", "f3"), f):
+                    xs[s.coord_names.index(f"{cut}{self.gcl.TAG}.{name}." + ("angle" if name == "f1" else "disp"))] = v
+        sw, s.kernel.switching = s.kernel.switching, 0
+        s.kernel.project_state(xs, t)                   # the fictitious speeds, and round-off of the closure
+        s.kernel.switching = sw
+        return xs
+
+    def from_struct(self, st, XS):
+        s, _, iq, iv, _ = st
+        X = np.empty((len(XS), self.sys.nq + self.sys.nv))
+        for i, k in enumerate(iq):
+            if k >= 0:
+                X[:, k] = XS[:, i]
+        for i, k in enumerate(iv):
+            if k >= 0:
+                X[:, self.sys.nq + k] = XS[:, s.nq + i]
+        return X
+
+    def run(self, x, ts, substeps, label, progress):
+        """rk4 over the sample times ts from x (source state); returns (X, stats, wall, fail) as
+        integrate_chunks does, and records the restructurings in self.switches."""
+        import time
+        from .integrate import _progress_bar
+        ns, dt = len(ts) - 1, ts[1] - ts[0]
+        X = np.full((ns + 1, len(x)), np.nan)
+        X[0] = x
+        stats = np.zeros(4, dtype=np.int64)
+        cur = self.best(x)
+        self.initial, self.switches = cur, []
+        self.tolerance(cur, x, ts[0])
+        fail, k, chunk, stalled = None, 0, max(1, ns // 100), False
+        wall = time.perf_counter()
+        with _progress_bar(ns, label, progress) as bar:
+            while k < ns:
+                st = self.struct(cur, X[k])
+                xs = self.to_struct(st, X[k], ts[k])
+                kern = st[0].kernel
+                m = min(chunk, ns - k)
+                out, nok = kern.run_rk4(ts[k], xs, dt / substeps, m, substeps)
+                X[k + 1:k + 1 + nok] = self.from_struct(st, out[:nok])
+                stats[0] += 4 * (nok + (kern.fail_code != 0)) * substeps
+                stats[1] += (nok + (kern.fail_code != 0)) * substeps
+                k += nok
+                bar.update(nok)
+                if not kern.fail_code and k < ns:
+                    self.tolerance(cur, X[k], ts[k])
+                if kern.fail_code == 7:                  # degraded: restructure from the last sample
+                    if nok == 0 and stalled:
+                        fail = {"code": 7, "t": float(kern.fail_t), "sample": k + 1, "index": -1,
+                                "state": self.from_struct(st, xs[None])[0]}
+                        break
+                    stalled = nok == 0
+                    h = self.own_health(self.from_struct(st, xs[None])[0], cur, float(kern.fail_t))
+                    avoid = [L for L in range(len(cur)) if h[L] < kern.switch_tol] or list(range(len(cur)))
+                    new = self.best(X[k], cur, avoid, float(ts[k]))
+                    self.tolerance(new, X[k], ts[k])
+                    for L in avoid:
+                        self.switches.append((float(kern.fail_t), self.names[L], self.window_names(self.names[L], cur[L]),
+                                              self.window_names(self.names[L], new[L])))
+                    cur = new
+                elif kern.fail_code:
+                    fail = {"code": int(kern.fail_code), "t": float(kern.fail_t), "sample": k + 1, "index": -1,
+                            "state": self.from_struct(st, xs[None])[0]}
+                    break
+        self.final = cur
+        return X, stats, time.perf_counter() - wall, fail

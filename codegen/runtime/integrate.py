@@ -17,7 +17,8 @@ RK4_LIMIT = 2.78
 # kernel fail_code -> what happened
 FAIL_REASONS = {1: "the state became non-finite (NaN or inf)", 2: "the step size collapsed below 1e-14 max(1, |t|)",
                 3: "100 steps in a row were rejected", 4: "the HHT iteration matrix is not positive definite",
-                5: "the energy ran away", 6: "the loop-closure constraints became dependent"}
+                5: "the energy ran away", 6: "the loop-closure constraints became dependent",
+                7: "no loop structure (GCL) with well-conditioned dependents was found"}
 RUNAWAY = 5        # not a kernel code: a finite state whose energy ran away (found after the run: runaway())
 RUNAWAY_GAIN = 0.5
 

@@ -287,7 +287,8 @@ class System:
                  rtol: float = 1e-8, atol: float = 1e-10, h_max: Optional[float] = None, substeps: int = 1,
                  progress: bool = False, alpha: float = -0.05, newton_tol: float = 1e-6, max_newton: int = 20,
                  check_energy: Optional[float] = None, keep_partial: bool = False, joint_wrench: bool = False,
-                 baumgarte: Optional[float] = None, projection: bool = False) -> Result:
+                 baumgarte: Optional[float] = None, projection: bool = False,
+                 switching: Optional[str] = None) -> Result:
         """Integrate from the model's initial state (or q0, u0) to t_end, sampling every dt.
 
         rk4 takes fixed steps of dt / substeps; dopri5 chooses its own steps (rtol, atol, h_max) and writes the
@@ -317,6 +318,12 @@ class System:
         multipliers (nt x m), constraint_violation (nt x n_cuts x 2: the largest |Phi| and |Phi'| of each cut's
         rows) and cut_q / cut_q_names (the cut joints' own coordinates); meta["constraint_violation_max"].
 
+        grcr (``algorithm="grcr"``): the dependents are solved after every step (coordinate partitioning); when a
+        loop's partition degrades, switching="acs" (default) re-selects its dependents (Sect. 4) and
+        switching="gcl" restructures the loop so that three adjacent dependents close an open loop (Sect. 5,
+        planar loops that share no joints; rk4), each from the last good state; result.extra
+        partition_switch_t/_loop/_old/_new log the switches.
+
         Energy: meta["energy"] = energy_balance() (relative error of E - E0 - W, W the work of dampers and
         joint forces); with check_energy = tol also meta["energy_check"] = {"tol", "value", "passed"}.
         """
@@ -344,7 +351,13 @@ class System:
                              f"got rtol = {rtol:g}, atol = {atol:g}")
         if check_energy is not None and not (check_energy > 0 and math.isfinite(check_energy)):
             raise ValueError(f"check_energy must be a positive tolerance, got {check_energy!r}")
+        if switching not in (None, "acs", "gcl") or (switching is not None and not self.grcr):
+            raise ValueError(f"switching: 'acs' or 'gcl', for algorithm grcr (got {switching!r})")
+        if switching == "gcl" and (integrator != "rk4" or getattr(self, "dependents_spec", "auto") != "auto"):
+            raise ValueError("switching 'gcl' runs rk4 with dependents 'auto' (it chooses windows of adjacent "
+                             "dependents itself)")
         x, ts = start_state(self, t_end, dt, q0, u0)
+        self.gcl_run = grcr.CoupledLoopRun(self) if switching == "gcl" else None
         if self.grcr:
             if baumgarte is not None or projection:
                 raise ValueError("grcr solves the dependent coordinates from the loop constraints after every step "
@@ -371,8 +384,11 @@ class System:
             nfact += self.kernel.hht_nfact
             return out
 
-        X, stats, wall, fail = integrate_chunks(self.kernel, x, ts, integrator, substeps, rtol, atol, h_max,
-                                                f"simulate {self.model.name}", progress, other=hht)
+        if self.gcl_run is not None:          # grcr restructuring its loops (GCL) instead of re-selecting (ACS)
+            X, stats, wall, fail = self.gcl_run.run(x, ts, substeps, f"simulate {self.model.name}", progress)
+        else:
+            X, stats, wall, fail = integrate_chunks(self.kernel, x, ts, integrator, substeps, rtol, atol, h_max,
+                                                    f"simulate {self.model.name}", progress, other=hht)
         if integrator == "hht" and stats[3] and not fail:
             warnings.warn(f"HHT: {int(stats[3])} of {int(stats[1])} steps stopped at {max_newton} Newton iterations "
                           f"without reaching newton_tol = {newton_tol:g}", RuntimeWarning)
@@ -432,6 +448,7 @@ class System:
             res.extra.update(extra)
             meta["partition_switches"] = int(total)
             meta["dependents"] = getattr(self, "dependents_spec", "auto")
+            meta["switching"] = "gcl" if getattr(self, "gcl_run", None) is not None else "acs"
             cv = res.extra["constraint_violation"]
             meta["constraint_violation_max"] = {"position": float(cv[..., 0].max()), "velocity": float(cv[..., 1].max())}
         elif self.loops and len(ts):
