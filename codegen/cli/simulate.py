@@ -84,6 +84,10 @@ def register(sub):
     s.add_argument("--projection", action="store_true",
                    help="closed loops: project the state onto the constraint manifold after every step "
                         "(positions to 1e-12, then velocities) instead of Baumgarte's stabilisation")
+    s.add_argument("--switching", default=None, choices=["acs", "gcl"],
+                   help="grcr: what a run does when a loop's dependents become ill-conditioned: acs re-selects them "
+                        "(arbitrary coordinate selection, default) or gcl restructures the loop so that three "
+                        "adjacent dependents close an open loop (general coupled loops; planar loops, rk4)")
     s.add_argument("--csv", action="store_true", help="also write a CSV beside the NPZ")
     s.add_argument("--plot", action="store_true", help="also write a PNG of coordinates and energy")
     s.add_argument("--animate", action="store_true", help="also write an MP4 animation beside the NPZ "
@@ -137,7 +141,8 @@ def default_out(args, m, integ, origin, auto) -> str:
     beams = hasattr(m, "beams")
     alg = None if args.algorithm in (("recursive", "rancf") if beams else ("recursive",)) else args.algorithm
     ref = args.ref_point if args.algorithm == "recursive" and args.ref_point not in (None, "centroid") else \
-        args.form if args.algorithm == "cfa" and args.form == "general" else None
+        args.form if args.algorithm == "cfa" and args.form == "general" else \
+        args.switching if args.algorithm == "grcr" and args.switching == "gcl" else None
     file_integ = (getattr(m, "simulation", None) or {}).get("integrator") or auto
     integ_part = integ if origin["integrator"] == "option" and integ != file_integ else None
     return os.path.join("results", default_stem(m.name, alg, ref, integ_part) + ".npz")
@@ -158,6 +163,10 @@ def cmd_simulate(args):
     s = build(m, args.algorithm, cache_dir=args.cache_dir, progress=not args.quiet, **build_options(args))
     integ, auto = choose_integrator(s, opt, args.force, m.name)
     extra = {"alpha": opt["hht_alpha"]} if integ == "hht" else {}
+    if args.switching is not None:
+        if args.algorithm != "grcr":
+            raise ValueError(f"--switching applies to --algorithm grcr, not {args.algorithm}")
+        extra["switching"] = args.switching
     for name, given in (("baumgarte", args.baumgarte is not None), ("projection", args.projection)):
         if given:
             if not getattr(m, "cuts", None):
@@ -183,7 +192,8 @@ def cmd_simulate(args):
           f"[{s.algorithm} {s.options}] in {res.meta['wall_time_s']:.3f} s wall; {energy_text(en)}")
     if res.meta.get("constraint_violation_max"):
         cv = res.meta["constraint_violation_max"]
-        how = (f"dependents {res.meta['dependents']}, {res.meta['partition_switches']} partition switch(es)"
+        how = (f"dependents {res.meta['dependents']}, {res.meta['partition_switches']} "
+               + ("restructuring(s) (gcl)" if res.meta.get("switching") == "gcl" else "partition switch(es)")
                if s.grcr else f"Baumgarte rate {res.meta['baumgarte']:g} 1/s"
                + ("; projection after every step" if res.meta["projection"] else ""))
         print(f"  loops:   largest constraint violation {cv['position']:.2e} (position), {cv['velocity']:.2e} "

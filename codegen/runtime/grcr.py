@@ -352,9 +352,9 @@ class CoupledLoopRun:
                    for cut, a in zip(self.names, starts) if 0 < a < len(self.loops[cut]["joints"]) - 3}
             mask = np.zeros_like(s.kernel.dependents())
             o = 0
-            for ch in s.plan.chains:                     # plain RCR: the last three of every open loop
+            for ch, rank in zip(s.plan.chains, s.ranks):   # plain RCR: the last m_i of every open loop
                 o += len(ch)
-                mask[o - 3:o] = 1
+                mask[o - rank:o] = 1
             s.kernel.set_dependents(mask)
             s.kernel.switching = 2
             owner = []                                   # structure loop -> the source loop it solves
@@ -389,8 +389,8 @@ class CoupledLoopRun:
             fr = self.frames(x)
             for cut, g in geo.items():
                 f = self.gcl.fictitious_values(fr, self.loops[cut]["base"], g)
-                for name, v in zip(("f1", "f2", "f3"), f):
-                    xs[s.coord_names.index(f"{cut}{self.gcl.TAG}.{name}." + ("angle" if name == "f1" else "disp"))] = v
+                for (name, dof), v in zip(self.gcl.FICTITIOUS, f):
+                    xs[s.coord_names.index(f"{cut}{self.gcl.TAG}.{name}.{dof}")] = v
         sw, s.kernel.switching = s.kernel.switching, 0
         s.kernel.project_state(xs, t)                   # the fictitious speeds, and round-off of the closure
         s.kernel.switching = sw

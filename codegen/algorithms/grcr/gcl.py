@@ -7,11 +7,13 @@ Plain RCR takes the last m joints as dependents; when they are singular (M2: q4 
 the loop is opened elsewhere.  For the window W = J_{a+1} .. J_{a+m} (0-based start a < n - m) the topology
 "adjustment" of Sect. 5 adds fictitious joints and a second loop:
 
-  * loop A: B -J1- ... -J_a- p -f1- m -f2- G, closed by the cut f3 to B.  f1 (revolute about the plane normal),
-    f2 and f3 (prismatic along two in-plane directions of B) form a full planar joint from p to G, a massless
-    copy of the base (G = B when closed); its three columns never become dependent, so f1, f2, f3 are loop A's
-    dependents at every configuration (its m_i new coordinates, "an m_i coordinate growth");
-  * loop B hangs on loop A (eq 107: base p on loop A's chain, shared joints f1, f2, branching body G): the old
+  * loop A: B -J1- ... -J_a- p -rot- m -x- m2 -y- G, closed to B by the cut z.  rot (revolute about the plane
+    normal n), x and y (prismatic along two in-plane directions e1, e2 of B) form a full planar joint from p to
+    G, a massless copy of the base; the cut z, prismatic along n, holds G's in-plane position and every rotation
+    to B's, and its own coordinate stays 0 (planar motion; rot's joint point is shifted into B's plane), so
+    G = B exactly.  The four columns (rotation about n, e1, e2, n) are independent at every configuration:
+    rot, x, y, z are loop A's dependents throughout ("an m_i coordinate growth", m_i + 1 with the cut's);
+  * loop B hangs on loop A (eq 107: base p on loop A's chain, shared joints rot, x, y, branching body G): the old
     cut Jn hangs b_{n-1} from G (as it hung from B), the joints J_{n-1} .. J_{a+2} are reversed (child hung from
     parent, frames swapped, axis negated: the same coordinate), and J_{a+1} closes loop B as its cut.  Its last
     m joints are the window, eliminated from the tip like any loop's tail.
@@ -27,9 +29,11 @@ from typing import Dict, List
 import numpy as np
 
 from ...model import GROUND, Body, Joint, Model, ModelError, Placement
+from ...model.core import _order_joints
 from .plan import loop_layout
 
-TAG = "~gcl"                   # fictitious names: CUT~gcl.f1 ... (no model name can hold '~' and '.' like this)
+TAG = "~gcl"                   # fictitious names: CUT~gcl.rot ... (no model name can hold '~' and '.' like this)
+FICTITIOUS = (("rot", "angle"), ("x", "disp"), ("y", "disp"), ("z", "disp"))     # joint, coordinate name
 
 
 def loop_joints(model: Model) -> Dict[str, dict]:
@@ -49,7 +53,7 @@ def _rot_about(M: np.ndarray, a: np.ndarray) -> float:
 
 def _names(cut: str) -> dict:
     p = f"{cut}{TAG}"
-    return {"m": f"{p}.m", "G": f"{p}.G", "f1": f"{p}.f1", "f2": f"{p}.f2", "f3": f"{p}.f3"}
+    return {k: f"{p}.{k}" for k in ("m", "m2", "G", "rot", "x", "y", "z")}
 
 
 class Frames:
@@ -110,13 +114,13 @@ def restructure(model: Model, starts: Dict[str, int], fr: Frames, q_of: Dict[str
         if a > 0:                                        # fictitious planar joint p -> G = B, loop A
             nm = _names(cut)
             g = geometry(model, J, B, a, fr)
-            fict[nm["f1"]], fict[nm["f2"]] = g["f"][0], g["f"][1]
-            bodies += [Body(nm["m"], 0.0, np.zeros(3), np.zeros((3, 3))),
-                       Body(nm["G"], 0.0, np.zeros(3), np.zeros((3, 3)))]
-            joints += [Joint(nm["f1"], "revolute", g["p"], nm["m"], Placement(-g["d"] * g["n_p"], np.eye(3)),
+            fict.update({nm[k]: v for k, v in zip(("rot", "x", "y"), g["f"])})
+            bodies += [Body(nm[k], 0.0, np.zeros(3), np.zeros((3, 3))) for k in ("m", "m2", "G")]
+            joints += [Joint(nm["rot"], "revolute", g["p"], nm["m"], Placement(-g["d"] * g["n_p"], np.eye(3)),
                              Placement(np.zeros(3), g["K"]), axis=g["n_p"]),
-                       Joint(nm["f2"], "prismatic", nm["m"], nm["G"], axis=g["e1"])]
-            cuts.append(Joint(nm["f3"], "prismatic", B, nm["G"], axis=g["e2"]))
+                       Joint(nm["x"], "prismatic", nm["m"], nm["m2"], axis=g["e1"]),
+                       Joint(nm["y"], "prismatic", nm["m2"], nm["G"], axis=g["e2"])]
+            cuts.append(Joint(nm["z"], "prismatic", B, nm["G"], axis=g["nB"]))
             hub = nm["G"]
         joints.append(Joint(J[-1].name, J[-1].type, hub, J[-1].child, J[-1].parent_frame, J[-1].child_frame,
                             axis=J[-1].axis))
@@ -128,14 +132,20 @@ def restructure(model: Model, starts: Dict[str, int], fr: Frames, q_of: Dict[str
     joints = [Joint(j.name, j.type, j.parent, j.child, j.parent_frame, j.child_frame, j.axis, j.axis2,
                     np.atleast_1d(np.asarray(fict[j.name] if j.name in fict else q_of[j.name], float)).copy(), None)
               for j in joints]
-    return Model(model.name, bodies, joints, model.gravity, model.springs, model.point_springs, model.joint_forces,
-                 model.source, model.tau_hook, model.simulation, cuts)
+    # Built without the model checks (as the state model of plan.py): the fictitious translations x, y and the
+    # loop's own make the *tree's* mass matrix singular; loop A's closure makes the reduced one regular.
+    out = Model.__new__(Model)
+    out.__dict__.update(model.__dict__)
+    out.bodies, out.joints, out.cuts = bodies, joints, cuts
+    out._bodies = {b.name: b for b in bodies}
+    _order_joints(out, {})
+    return out
 
 
 def geometry(model: Model, J: List[Joint], B: str, a: int, fr: Frames) -> dict:
     """The fictitious joints of window start a: the body p they hang from, the plane normal in p's frame
     (n_p), the offset d of p's origin from B's plane, in-plane directions e1, e2 of B, the constant child frame
-    K of f1 (m's frame = B's when f1 = 0 at the poses fr) and the values f = (f1, f2, f3) that close loop A."""
+    K of rot (m's frame = B's when rot = 0 at the poses fr) and the values f = (rot, x, y, z) that close loop A."""
     nw = plane_normal(model, J, fr)
     p = B if a == 0 else J[a - 1].child
     RB, Rp = fr.R[B], fr.R[p]
@@ -149,8 +159,8 @@ def geometry(model: Model, J: List[Joint], B: str, a: int, fr: Frames) -> dict:
 
 
 def fictitious_values(fr: Frames, B: str, g: dict) -> np.ndarray:
-    """f1, f2, f3 that close loop A at the poses fr (G = B): Rot(n_p, f1) = R_p^T R_B K, and the in-plane
-    offset of p from B along e1, e2."""
+    """rot, x, y, z that close loop A at the poses fr (G = B): Rot(n_p, rot) = R_p^T R_B K, minus the in-plane
+    offset of p from B along e1, e2, and 0."""
     RB, Rp = fr.R[B], fr.R[g["p"]]
     rel = RB.T @ (fr.p[g["p"]] - fr.p[B])
-    return np.array([_rot_about(Rp.T @ RB @ g["K"], g["n_p"]), -(g["e1"] @ rel), g["e2"] @ rel])
+    return np.array([_rot_about(Rp.T @ RB @ g["K"], g["n_p"]), -(g["e1"] @ rel), -(g["e2"] @ rel), 0.0])
