@@ -3,13 +3,16 @@
     python examples/five_bar_grcr_figures.py                     # 0..2 s, RK4 (+ builds the first time)
     python examples/five_bar_grcr_figures.py --out /tmp/m2 --substeps 4
 
-Simulates examples/five_bar.yaml with algorithm grcr twice -- dependents chosen automatically, and the seed's
-choice (q2, q3, q5), which is singular at t = 0 -- and once with the cut-joint method (recursive, projection
-after every step) for reference.  q5 is a coordinate of the grcr state (the phantom body's joint); every
-partition switch of the runs (ACS re-selection when s^T R s / s^T s of a dependent falls below 0.01) is marked.
+Simulates examples/five_bar.yaml with algorithm grcr three times -- arbitrary coordinate selection (ACS, Sect. 4)
+with dependents chosen automatically and with the seed's choice (q2, q3, q5), which is singular at t = 0, and
+general coupled loops (GCL, Sect. 5: the loop restructured so that three adjacent dependents close an open loop)
+-- and once with the cut-joint method (recursive, projection after every step) for reference.  q5 is a
+coordinate of the grcr state (the phantom body's joint); every partition switch (ACS re-selection, or GCL
+restructuring, when s^T R s / s^T s of a dependent falls below 0.01) is marked.
 
 Writes into --out (default results/five_bar_grcr; every file atomically):
-    fig7_grcr.png       q1 .. q5 by grcr (auto; seed's dependents) over the cut-joint run, switches marked
+    fig7_grcr.png       q1 .. q5 by grcr (ACS auto; ACS seed's dependents; GCL) over the cut-joint run, switches
+                        marked
     differences.png     |grcr - cut joint| per coordinate (log) and the partition's conditioning
     summary.txt         largest differences, q5 against -g sin(pi/4) t^2 / 2, the switches, run times
 """
@@ -53,26 +56,30 @@ def main(argv=None):
     for deps in ("auto", "q2,q3,q5"):
         s = codegen.build(model, "grcr", dependents=deps)
         runs[deps] = (s, s.simulate(a.t_end, a.dt, substeps=a.substeps))
+    s = codegen.build(model, "grcr")
+    runs["gcl"] = (s, s.simulate(a.t_end, a.dt, substeps=a.substeps, switching="gcl"))
     t = ref.t
     qref = np.column_stack([ref.q, ref.extra["cut_q"][:, 0]])
     g = float(np.linalg.norm(model.gravity))
     q5_exact = -g * math.sin(math.pi / 4) * t ** 2 / 2
     os.makedirs(a.out, exist_ok=True)
 
-    fig, ax = plt.subplots(figsize=(8.5, 5.2))
+    fig, ax = plt.subplots(figsize=(9.0, 5.4))
     names = ["q1", "q2", "q3", "q4", "q5"]
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for k, n in enumerate(names):
         ax.plot(t, qref[:, k], color=colors[k], lw=3.0, alpha=0.35, label=f"{n} cut joint" if k == 0 else None)
         ax.plot(t, runs["auto"][1].q[:, k], color=colors[k], lw=1.2, label=f"{n} [{'m' if k >= 3 else 'rad'}]")
         ax.plot(t[::40], runs["q2,q3,q5"][1].q[::40, k], "o", ms=2.5, color=colors[k],
-                label="grcr, dependents q2,q3,q5" if k == 0 else None)
-    for deps, style in (("auto", ":"), ("q2,q3,q5", "--")):
+                label="ACS, dependents q2,q3,q5" if k == 0 else None)
+        ax.plot(t[20::40], runs["gcl"][1].q[20::40, k], "x", ms=3.5, color=colors[k],
+                label="GCL (restructured loop)" if k == 0 else None)
+    for deps, style, c in (("auto", ":", "gray"), ("q2,q3,q5", "--", "gray"), ("gcl", "-.", "black")):
         for ts in runs[deps][1].extra["partition_switch_t"]:
-            ax.axvline(ts, color="gray", ls=style, lw=0.8)
+            ax.axvline(ts, color=c, ls=style, lw=0.8)
     ax.set(xlabel="t [s]", ylabel="coordinate [rad or m]",
-           title="M2 five-bar by GRCR (lines: dependents auto; dots: q2,q3,q5; wide: cut-joint method)\n"
-                 "vertical lines: partition switches (dotted auto, dashed q2,q3,q5)")
+           title="M2 five-bar by GRCR: ACS auto (lines), ACS q2,q3,q5 (dots), GCL (crosses), cut joint (wide)\n"
+                 "switches: dotted ACS auto, dashed ACS q2,q3,q5, dash-dot GCL restructurings")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
@@ -84,10 +91,12 @@ def main(argv=None):
     for deps in runs:
         s, r = runs[deps]
         d = np.abs(r.q - qref).max(axis=1)
-        a1.semilogy(t, np.maximum(d, 1e-18), label=f"max |q - q_cut joint|, dependents {deps}")
-        health = np.array([s.kernel.health(q)[0] for q in r.q[::10]])
-        a2.semilogy(t[::10], np.maximum(health, 1e-18), label=f"conditioning of the partition ({deps})")
-        lines.append(f"dependents {deps}: max |q - q_cut joint| = {d.max():.2e}, max |q5 - analytical| = "
+        a1.semilogy(t, np.maximum(d, 1e-18), label="max |q - q_cut joint|, " + ("GCL" if deps == "gcl" else
+                                                                                 f"ACS, dependents {deps}"))
+        if deps != "gcl":                    # (a GCL run's partitions live in its restructured kernels)
+            health = np.array([s.kernel.health(q)[0] for q in r.q[::10]])
+            a2.semilogy(t[::10], np.maximum(health, 1e-18), label=f"conditioning of the partition ({deps})")
+        lines.append(("GCL, dependents auto" if deps == "gcl" else f"ACS, dependents {deps}") + f": max |q - q_cut joint| = {d.max():.2e}, max |q5 - analytical| = "
                      f"{np.abs(r.q[:, 4] - q5_exact).max():.2e}, closure {r.meta['constraint_violation_max']}, "
                      f"energy {r.meta['energy']['value']:.2e}, run {r.meta['wall_time_s']:.3f} s wall, "
                      f"{r.meta['partition_switches']} switches:")
