@@ -7,6 +7,8 @@ The kernels are templates/grcr/grcr.pyx.j2; the plan (phantom bodies, chains) co
 from __future__ import annotations
 
 import logging
+import time
+from typing import NamedTuple
 
 import numpy as np
 
@@ -249,6 +251,17 @@ def outputs(system, X, ts) -> dict:
 
 
 # ---------------------------------------------------------------------------------------- GCL (Sect. 5)
+class Structure(NamedTuple):
+    """One restructured model of a GCL run: its System (dependents: the last m_i of every open loop), the
+    fictitious joints' geometry per restructured loop, its coordinates' and speeds' indices in the source state
+    (-1: fictitious) and, per structure loop, the source loop it solves."""
+    system: object
+    geo: dict
+    iq: list
+    iv: list
+    owner: list
+
+
 class CoupledLoopRun:
     """A run that restructures (GCL) instead of re-selecting (ACS): every loop of the model is solved with a
     window of three adjacent dependents at the end of an open loop (codegen.algorithms.grcr.gcl), the window with
@@ -265,7 +278,7 @@ class CoupledLoopRun:
         fr = self.frames(np.concatenate(system.initial_state()))
         for L, cut in enumerate(self.names):
             lp = self.loops[cut]
-            if lp["coupled"] or system.ranks[L] != 3:
+            if lp["coupled"] or system.ranks[L] != gcl.M:
                 raise ModelError(f"general coupled loops (--switching gcl) restructure planar loops that share no "
                                  f"joints with another; loop {cut} " + ("shares joints" if lp["coupled"] else
                                  f"has rank {system.ranks[L]}") + ": use --switching acs", self.model.source,
@@ -279,7 +292,7 @@ class CoupledLoopRun:
         return self.gcl.Frames(self.sys.plan.state_model, self.sys.plan.body_names, com[0], quat[0])
 
     def window_names(self, cut, a):
-        return [j.name for j in self.loops[cut]["joints"][a:a + 3]]
+        return [j.name for j in self.loops[cut]["joints"][a:a + self.gcl.M]]
 
     def health(self, x, starts, t=0.0):
         """Per source loop: the conditioning (min s^T R s / s^T s) of the windows `starts` at the source state x,
@@ -291,7 +304,7 @@ class CoupledLoopRun:
         mask = np.zeros_like(keep)
         o = 0
         for L, ch in enumerate(self.sys.plan.chains):
-            mask[o + starts[L]:o + starts[L] + 3] = 1
+            mask[o + starts[L]:o + starts[L] + self.gcl.M] = 1
             o += len(ch)
         k.set_dependents(mask)
         try:
@@ -305,25 +318,25 @@ class CoupledLoopRun:
         """The same by the structure's own kernel (its loops mapped back to the source loops they solve): the
         measure its run watches."""
         try:
-            s, _, _, _, owner = st = self.struct(starts, x)
+            st = self.struct(starts, x)
         except ModelError:
             return np.zeros(len(self.names))
-        xs = self.to_struct(st, x, t)
-        h = np.nan_to_num(s.kernel.health(xs[:s.nq]), nan=0.0) if np.all(np.isfinite(xs)) else np.zeros(len(owner))
+        s, xs = st.system, self.to_struct(st, x, t)
+        h = np.nan_to_num(s.kernel.health(xs[:s.nq]), nan=0.0) if np.all(np.isfinite(xs)) else np.zeros(len(st.owner))
         out = np.ones(len(self.names))
         for L, v in enumerate(h):
-            out[owner[L]] = min(out[owner[L]], v)
+            out[st.owner[L]] = min(out[st.owner[L]], v)
         return out
 
     def best(self, x, cur=None, avoid=(), t=0.0):
         """Per loop the window start with the best conditioning at x (trying each start with the others kept);
         with cur, only the loops in `avoid` change, to another window than their current one."""
-        out = list(cur) if cur is not None else [len(self.loops[c]["joints"]) - 3 for c in self.names]
+        out = list(cur) if cur is not None else [len(self.loops[c]["joints"]) - self.gcl.M for c in self.names]
         for L, cut in enumerate(self.names):
             if cur is not None and L not in avoid:
                 continue
             scores = []
-            for a in range(len(self.loops[cut]["joints"]) - 2):
+            for a in range(len(self.loops[cut]["joints"]) - self.gcl.M + 1):
                 if cur is not None and a == cur[L]:
                     continue
                 trial = list(out)
@@ -339,17 +352,17 @@ class CoupledLoopRun:
         degrades itself)."""
         own = self.own_health(x, starts, t).min()
         src = self.health(x, starts, t).min()
-        self.struct(starts, x)[0].kernel.switch_tol = min(SWITCH_TOL * own / max(src, 1e-300), 0.5 * own)
+        self.struct(starts, x).system.kernel.switch_tol = min(SWITCH_TOL * own / max(src, 1e-300), 0.5 * own)
 
     def struct(self, starts, x):
-        """(System, geometry per restructured loop) of the structure `starts`, built at x on first use."""
+        """The Structure of window starts `starts` (one per source loop), built at the source state x on first use."""
         if starts not in self.structs:
             fr = self.frames(x)
             q_of = self.coordinates(x)
             m = self.gcl.restructure(self.model, dict(zip(self.names, starts)), fr, q_of)
             s = type(self.sys)(m, "grcr", cache_dir=self.sys.build_info["cache_dir"], dependents="auto")
             geo = {cut: self.gcl.geometry(self.model, self.loops[cut]["joints"], self.loops[cut]["base"], a, fr)
-                   for cut, a in zip(self.names, starts) if 0 < a < len(self.loops[cut]["joints"]) - 3}
+                   for cut, a in zip(self.names, starts) if 0 < a < len(self.loops[cut]["joints"]) - self.gcl.M}
             mask = np.zeros_like(s.kernel.dependents())
             o = 0
             for ch, rank in zip(s.plan.chains, s.ranks):   # plain RCR: the last m_i of every open loop
@@ -363,10 +376,9 @@ class CoupledLoopRun:
                 owner.append(self.names.index(src) if src in self.names else
                              next(L for L, (c, a) in enumerate(zip(self.names, starts))
                                   if self.loops[c]["joints"][a].name == name))
-            self.structs[starts] = (s, geo, [self.sys.coord_names.index(c) if c in self.sys.coord_names else -1
-                                             for c in s.coord_names],
-                                    [self.sys.velocity_names.index(c) if c in self.sys.velocity_names else -1
-                                     for c in s.velocity_names], owner)
+            index = lambda names, own: [names.index(c) if c in names else -1 for c in own]      # noqa: E731
+            self.structs[starts] = Structure(s, geo, index(self.sys.coord_names, s.coord_names),
+                                             index(self.sys.velocity_names, s.velocity_names), owner)
         return self.structs[starts]
 
     def coordinates(self, x):
@@ -377,40 +389,41 @@ class CoupledLoopRun:
         return {k: np.array(v) for k, v in out.items()}
 
     def to_struct(self, st, x, t):
-        s, geo, iq, iv, _ = st
+        """The structure's state at the source state x: real coordinates by name, the fictitious ones from the
+        poses, then projected (the fictitious speeds; round-off of the closure)."""
+        s = st.system
         xs = np.zeros(s.nq + s.nv)
-        for i, k in enumerate(iq):
+        for i, k in enumerate(st.iq):
             if k >= 0:
                 xs[i] = x[k]
-        for i, k in enumerate(iv):
+        for i, k in enumerate(st.iv):
             if k >= 0:
                 xs[s.nq + i] = x[self.sys.nq + k]
-        if geo:
+        if st.geo:
             fr = self.frames(x)
-            for cut, g in geo.items():
+            for cut, g in st.geo.items():
                 f = self.gcl.fictitious_values(fr, self.loops[cut]["base"], g)
                 for (name, dof), v in zip(self.gcl.FICTITIOUS, f):
                     xs[s.coord_names.index(f"{cut}{self.gcl.TAG}.{name}.{dof}")] = v
         sw, s.kernel.switching = s.kernel.switching, 0
-        s.kernel.project_state(xs, t)                   # the fictitious speeds, and round-off of the closure
+        s.kernel.project_state(xs, t)
         s.kernel.switching = sw
         return xs
 
     def from_struct(self, st, XS):
-        s, _, iq, iv, _ = st
+        """Rows of structure states back to source states (every real coordinate is in every structure)."""
         X = np.empty((len(XS), self.sys.nq + self.sys.nv))
-        for i, k in enumerate(iq):
+        for i, k in enumerate(st.iq):
             if k >= 0:
                 X[:, k] = XS[:, i]
-        for i, k in enumerate(iv):
+        for i, k in enumerate(st.iv):
             if k >= 0:
-                X[:, self.sys.nq + k] = XS[:, s.nq + i]
+                X[:, self.sys.nq + k] = XS[:, st.system.nq + i]
         return X
 
     def run(self, x, ts, substeps, label, progress):
         """rk4 over the sample times ts from x (source state); returns (X, stats, wall, fail) as
         integrate_chunks does, and records the restructurings in self.switches."""
-        import time
         from .integrate import _progress_bar
         ns, dt = len(ts) - 1, ts[1] - ts[0]
         X = np.full((ns + 1, len(x)), np.nan)
@@ -425,7 +438,7 @@ class CoupledLoopRun:
             while k < ns:
                 st = self.struct(cur, X[k])
                 xs = self.to_struct(st, X[k], ts[k])
-                kern = st[0].kernel
+                kern = st.system.kernel
                 m = min(chunk, ns - k)
                 out, nok = kern.run_rk4(ts[k], xs, dt / substeps, m, substeps)
                 X[k + 1:k + 1 + nok] = self.from_struct(st, out[:nok])

@@ -33,6 +33,7 @@ from ...model.core import _order_joints
 from .plan import loop_layout
 
 TAG = "~gcl"                   # fictitious names: CUT~gcl.rot ... (no model name can hold '~' and '.' like this)
+M = 3                          # a planar loop's rank: the width of a window of dependents
 FICTITIOUS = (("rot", "angle"), ("x", "disp"), ("y", "disp"), ("z", "disp"))     # joint, coordinate name
 
 
@@ -99,7 +100,7 @@ def restructure(model: Model, starts: Dict[str, int], fr: Frames, q_of: Dict[str
         lp = loops[cut]
         J, B = lp["joints"], lp["base"]
         n = len(J)
-        if a >= n - 3:
+        if a >= n - M:
             continue
         if lp["coupled"]:
             raise ModelError(f"general coupled loops (--switching gcl) restructure loops that share no joints with "

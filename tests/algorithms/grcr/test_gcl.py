@@ -37,7 +37,7 @@ def _windows_against_kkt(m, x, tol=1e-9):
         if run.health(x, (a,))[0] < 1e-3:                # singular at x: not buildable here
             continue
         st = run.struct((a,), x)
-        r = st[0]
+        r = st.system
         xs = run.to_struct(st, x, 0.0)
         assert r.kernel.closure_errors(xs[:r.nq], xs[r.nq:]).max() < 1e-12
         names = run.window_names(cut, a)
