@@ -30,6 +30,7 @@ import numpy as np
 
 from ...model import GROUND, Body, Joint, Model, ModelError, Placement
 from ...model.core import _order_joints
+from ...model.rotations import quat_to_rot
 from .plan import loop_layout
 
 TAG = "~gcl"                   # fictitious names: CUT~gcl.rot ... (no model name can hold '~' and '.' like this)
@@ -46,10 +47,10 @@ def loop_joints(model: Model) -> Dict[str, dict]:
             for i, lp in enumerate(layout)}
 
 
-def _rot_about(M: np.ndarray, a: np.ndarray) -> float:
-    """Angle of the rotation M about the unit axis a."""
-    s = 0.5 * np.array([M[2, 1] - M[1, 2], M[0, 2] - M[2, 0], M[1, 0] - M[0, 1]]) @ a
-    return float(np.arctan2(s, 0.5 * (np.trace(M) - 1.0)))
+def _rot_about(R: np.ndarray, a: np.ndarray) -> float:
+    """Angle of the rotation R about the unit axis a."""
+    s = 0.5 * np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]]) @ a
+    return float(np.arctan2(s, 0.5 * (np.trace(R) - 1.0)))
 
 
 def _names(cut: str) -> dict:
@@ -64,10 +65,7 @@ class Frames:
         self.R = {GROUND: np.eye(3)}
         self.p = {GROUND: np.zeros(3)}
         for k, b in enumerate(names):
-            w, x, y, z = quat[k]
-            R = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                          [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                          [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+            R = quat_to_rot(quat[k])
             self.R[b] = R
             self.p[b] = com[k] - R @ model.body(b).com
 
@@ -90,7 +88,7 @@ def plane_normal(model: Model, joints: List[Joint], fr: Frames) -> np.ndarray:
 def restructure(model: Model, starts: Dict[str, int], fr: Frames, q_of: Dict[str, np.ndarray]) -> Model:
     """The model with each loop named in `starts` (cut name -> window start a) restructured as in the module
     docstring, at the state given by q_of (joint name -> its coordinates, which become the tree's q0; u0 = 0)
-    and the poses fr (the fictitious joints' q0).  A loop whose window is its tail (a = n - 3) keeps its
+    and the poses fr (the fictitious joints' q0).  A loop whose window is its tail (a = n - M) keeps its
     structure, and so do loops not named."""
     loops = loop_joints(model)
     joints, cuts = list(model.joints), list(model.cuts)
