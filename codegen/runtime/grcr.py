@@ -294,7 +294,7 @@ class CoupledLoopRun:
     def window_names(self, cut, a):
         return [j.name for j in self.loops[cut]["joints"][a:a + self.gcl.M]]
 
-    def health(self, x, starts, t=0.0):
+    def health(self, x, starts, t=0.0, own=None):
         """Per source loop: the conditioning (min s^T R s / s^T s) of the windows `starts` at the source state x,
         measured in the source model (columns about its loops' first joints, one scale for every structure); 0
         where the structure cannot be used at x (its open loops cannot take their constraints, or its
@@ -311,7 +311,7 @@ class CoupledLoopRun:
             h = np.nan_to_num(k.health(np.asarray(x[:self.sys.nq], float)), nan=0.0)
         finally:
             k.set_dependents(keep)
-        own = self.own_health(x, starts, t)
+        own = self.own_health(x, starts, t) if own is None else own
         return np.where(own > 0, h, 0.0)
 
     def own_health(self, x, starts, t=0.0):
@@ -350,9 +350,10 @@ class CoupledLoopRun:
         differ by the structure's reference point and lever arms; recalibrated after every chunk of samples),
         and at most half its own conditioning at x (a structure taken near another's singularity runs until it
         degrades itself)."""
-        own = self.own_health(x, starts, t).min()
-        src = self.health(x, starts, t).min()
-        self.struct(starts, x).system.kernel.switch_tol = min(SWITCH_TOL * own / max(src, 1e-300), 0.5 * own)
+        own = self.own_health(x, starts, t)
+        src = self.health(x, starts, t, own).min()
+        self.struct(starts, x).system.kernel.switch_tol = min(SWITCH_TOL * own.min() / max(src, 1e-300),
+                                                              0.5 * own.min())
 
     def struct(self, starts, x):
         """The Structure of window starts `starts` (one per source loop), built at the source state x on first use."""
