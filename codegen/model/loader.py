@@ -273,6 +273,8 @@ def read_model_file(path) -> dict:
     except _TooBig as e:
         raise ModelError(f"{e} ({limits_text()})", path) from None
     except yaml.YAMLError as e:
+        if "maximum nesting depth" in str(getattr(e, "problem", "")):   # libyaml >= 0.2.6 scans ahead to its own cap
+            raise ModelError(f"nested too deeply ({limits_text()})", path) from None
         raise ModelError(f"not valid YAML: {_yaml_message(e)}", path) from None
     except RecursionError:
         raise ModelError(f"nested too deeply ({limits_text()})", path) from None

@@ -16,7 +16,7 @@ import tempfile
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import codegen
@@ -417,6 +417,7 @@ def test_alias_bombs_are_refused_or_bounded(work, capsys, width, depth, where):
 
 @SETTINGS
 @given(depth=st.integers(65, 5000), kind=st.sampled_from("[{"))
+@example(depth=1000, kind="[")      # past libyaml 0.2.6's own cap, hit by its scanner before our event check
 def test_deep_nesting_is_refused(work, capsys, depth, kind):
     body = "[" * depth + "]" * depth if kind == "[" else "{a: " * depth + "1" + "}" * depth
     err = assert_refused(capsys, work.write(f"bodies: {body}\njoints: []\n"))
