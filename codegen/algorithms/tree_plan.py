@@ -3,9 +3,10 @@
 The plan turns a validated Model into
   * the tree as a parent array over bodies in topological order (Featherstone's lambda),
   * coordinate offsets IQ, IV and joint types,
-  * *segments*: maximal runs of consecutive bodies with one joint type; each becomes one loop in the
-    generated code that calls the joint-type helper (code size grows with the number of segments,
-    at most linearly with the body count),
+  * *runs*: maximal runs of consecutive bodies of one joint type (``segments``) or one compile-time pattern
+    (``ksegments``); each becomes one loop in the generated code that calls the kind's helper. Beyond MAX_RUNS
+    runs (kinds that alternate along the tree) a pass is one loop that dispatches on the body's kind code, so
+    the generated code's size never grows with the body count,
   * the flat parameter vector ``p`` with the numbers (masses, placements, spring constants): an input
     of the compiled module, so changing a number never rebuilds.
 
@@ -69,13 +70,46 @@ def work_layout(items):
     return out, off
 
 
-@dataclass
-class Segment:
-    start: int
-    stop: int
+@dataclass(frozen=True)
+class JointKind:
     type: str
     nq: int
     nv: int
+
+    @property
+    def name(self) -> str:
+        return self.type
+
+
+MAX_RUNS = 24          # more runs than this in a pass: one loop over the bodies that dispatches per body
+
+
+@dataclass
+class Run:
+    """Bodies start..stop-1 as one generated loop. kinds: the ((code, kind), ...) met there; one kind: the loop
+    calls its helper; several: the loop dispatches on the body's code (templates/shared/each.j2)."""
+    start: int
+    stop: int
+    kinds: tuple
+
+    @property
+    def label(self) -> str:
+        return ", ".join(k.name for _, k in self.kinds)
+
+
+def runs(kinds: list, cap: int = MAX_RUNS):
+    """The runs of equal consecutive kinds, or one dispatching run over every body beyond ``cap`` runs; and
+    each body's kind code (codes in order of first appearance)."""
+    code = {k: c for c, k in enumerate(dict.fromkeys(kinds))}
+    out: List[Run] = []
+    for j, k in enumerate(kinds):
+        if out and out[-1].kinds[0][1] == k:
+            out[-1].stop = j + 1
+        else:
+            out.append(Run(j, j + 1, ((code[k], k),)))
+    if len(out) > cap:
+        out = [Run(0, len(kinds), tuple((c, k) for k, c in code.items()))]
+    return out, [code[k] for k in kinds]
 
 
 @dataclass
@@ -104,12 +138,7 @@ class Plan:
         self.nq, self.nv = model.nq, model.nv
         self.quat_offsets = [self.iq[k] + QUATERNION_JOINTS[t] for k, t in enumerate(self.types)
                              if t in QUATERNION_JOINTS]
-        self.segments: List[Segment] = []
-        for k, t in enumerate(self.types):
-            if self.segments and self.segments[-1].type == t:
-                self.segments[-1].stop = k + 1
-            else:
-                self.segments.append(Segment(k, k + 1, t, JOINT_TYPES[t][0], JOINT_TYPES[t][1]))
+        self.segments, self.jt_code = runs([JointKind(t, *JOINT_TYPES[t][:2]) for t in self.types])
         self.joint_types_used = sorted(set(self.types))
         self._layout_forces()
 
@@ -228,24 +257,6 @@ class Plan:
         return rows
 
 
-@dataclass
-class KindSegment:
-    start: int
-    stop: int
-    kind: object          # codegen.symbolic.body_kernels.Pattern
-
-
-def kind_segments(patterns) -> List[KindSegment]:
-    """Maximal runs of consecutive bodies with one pattern (one generated loop each)."""
-    out: List[KindSegment] = []
-    for k, p in enumerate(patterns):
-        if out and out[-1].kind == p:
-            out[-1].stop = k + 1
-        else:
-            out.append(KindSegment(k, k + 1, p))
-    return out
-
-
 def template_vars(plan: Plan, work_size: int) -> dict:
     """Variables of templates/shared/base.pyx.j2 (the rigid-tree kernels); joint helpers and the per-pattern
     body kernels from sympy."""
@@ -253,7 +264,10 @@ def template_vars(plan: Plan, work_size: int) -> dict:
     from ..symbolic.joints import jcalc_code
     pats = plan.patterns()
     kinds = tuple(sorted(set(pats), key=lambda p: p.name))
-    return dict(ksegments=kind_segments(pats), body=body_kernels(kinds),
+    ksegments, kind_code = runs(pats)
+    return dict(ksegments=ksegments, kind_code=kind_code, jt_code=plan.jt_code,
+                joint_kinds=sorted(dict(ck for s in plan.segments for ck in s.kinds).items()),
+                body=body_kernels(kinds),
                 point_forces=any(f.kind == "point" for f in plan.forces), loops=False, nb=plan.nb, nq=plan.nq, nv=plan.nv, np=plan.np, npb=NP_BODY, roadmap=plan.roadmap(),
                 segments=plan.segments, parent=plan.parent, iq=plan.iq, iv=plan.iv, quat=plan.quat_offsets,
                 jcalc={t: jcalc_code(t) for t in plan.joint_types_used}, forces=plan.forces,

@@ -336,7 +336,7 @@ def validate(model: Model) -> None:
             path.append(cur)
             cur = children[cur].parent
         grounded.update(path)
-    _order_joints(model, children)
+    order_joints(model)
     check_mass_matrix(model)         # massless bodies and point masses: the mass matrix must stay regular
     _check_cuts(model, names)
 
@@ -469,7 +469,7 @@ def _check_cuts(model: Model, names: dict) -> None:
     _check_rotations(rots, src, rot_fields)
 
 
-def _order_joints(model: Model, children: Dict[str, Joint]) -> None:
+def order_joints(model: Model) -> None:
     """Reorder joints (and bodies) so every parent precedes its children, keeping file order otherwise."""
     kids: Dict[str, List[Joint]] = {}
     for j in model.joints:

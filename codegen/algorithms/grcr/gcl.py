@@ -29,7 +29,7 @@ from typing import Dict, List
 import numpy as np
 
 from ...model import GROUND, Body, Joint, Model, ModelError, Placement
-from ...model.core import _order_joints
+from ...model.core import order_joints
 from ...model.rotations import quat_to_rot
 from .plan import loop_layout
 
@@ -137,7 +137,7 @@ def restructure(model: Model, starts: Dict[str, int], fr: Frames, q_of: Dict[str
     out.__dict__.update(model.__dict__)
     out.bodies, out.joints, out.cuts = bodies, joints, cuts
     out._bodies = {b.name: b for b in bodies}
-    _order_joints(out, {})
+    order_joints(out)
     return out
 
 

@@ -197,8 +197,16 @@ class LoopPlan(Plan):
 
     def loop_vars(self) -> dict:
         """Template variables of the loop part (templates/recursive/loops.pyx.j2)."""
+        def c_array(xs):
+            return ",".join(map(str, xs))
+        rows = [r for c in self.cuts for r in c.rows]
         return dict(cuts=self.cuts, ncut=len(self.cuts), nm=self.nm, nslot=self.nslot,
-                    slot_c=",".join(map(str, self.slot)), nv_of_c=",".join(str(JOINT_TYPES[t][1]) for t in self.types))
+                    slot_c=c_array(self.slot), nv_of_c=c_array(JOINT_TYPES[t][1] for t in self.types),
+                    # the cuts and their rows as data, so the kernel's size does not grow with the number of cuts
+                    cut_bi_c=c_array(c.bi for c in self.cuts), cut_bj_c=c_array(c.bj for c in self.cuts),
+                    cut_p_c=c_array(c.index for c in self.cuts),
+                    cut_row0_c=c_array([c.row0 for c in self.cuts] + [self.nm]),
+                    row_a_c=c_array(r.a for r in rows), row_b_c=c_array(r.b if r.kind == "d1" else -1 for r in rows))
 
 
 def make_plan(model: Model) -> Plan:
