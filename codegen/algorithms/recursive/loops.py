@@ -49,10 +49,6 @@ class Cut:
     def row0(self) -> int:
         return self.rows[0].index
 
-    @property
-    def row_last(self) -> int:
-        return self.rows[-1].index
-
 
 def _unit_or_none(v):
     n = np.linalg.norm(v)
@@ -200,7 +196,7 @@ class LoopPlan(Plan):
         def c_array(xs):
             return ",".join(map(str, xs))
         rows = [r for c in self.cuts for r in c.rows]
-        return dict(cuts=self.cuts, ncut=len(self.cuts), nm=self.nm, nslot=self.nslot,
+        return dict(ncut=len(self.cuts), nm=self.nm, nslot=self.nslot,
                     slot_c=c_array(self.slot), nv_of_c=c_array(JOINT_TYPES[t][1] for t in self.types),
                     # the cuts and their rows as data, so the kernel's size does not grow with the number of cuts
                     cut_bi_c=c_array(c.bi for c in self.cuts), cut_bj_c=c_array(c.bj for c in self.cuts),
