@@ -9,6 +9,7 @@ import codegen
 from codegen.algorithms.tree_plan import MAX_RUNS, Plan, runs
 from codegen.model import Placement
 from codegen.models import random_state, random_tree
+from support.peers_from_file import DictPeer
 from support.systems import get_system, rel_err
 
 
@@ -25,8 +26,8 @@ def test_runs_cover_every_body_with_its_kind(kinds, cap):
 
 
 def alternating_tree(n: int, seed: int):
-    """random_tree(n) with every other body's joint along z in an unrotated parent frame offset along x: its joint
-    types and its compile-time patterns (C_j = I, offset components) both alternate along the tree."""
+    """random_tree(n) with every other body's joint along z in an unrotated parent frame offset along x (and every
+    planar joint about z): its joint types and compile-time patterns (C_j = I, offsets) both alternate along it."""
     m = random_tree(n, seed=seed)
     for j in m.joints[1::2]:
         j.parent_frame = Placement(np.array([0.3, 0.0, 0.0]), np.eye(3))
@@ -34,12 +35,16 @@ def alternating_tree(n: int, seed: int):
             j.axis = np.array([0.0, 0.0, 1.0])
         if j.axis2 is not None:
             j.axis2 = np.array([1.0, 0.0, 0.0])
+    for j in m.joints:
+        if j.type == "planar":                   # the pinocchio peer takes planar joints about their frame's z
+            j.axis = np.array([0.0, 0.0, 1.0])
     return codegen.model_from_dict(m.to_dict())
 
 
 def test_alternating_kinds_dispatch_and_agree_with_dense():
     """A 60-body tree whose joint types and patterns change at most bodies: every pass is one dispatching loop, and
-    recursive (origin, centroid), cfa and mstmm give the dense accelerations; inverse dynamics inverts them."""
+    dense (which dispatches too), recursive (origin, centroid), cfa and mstmm give pinocchio's accelerations (built
+    from the model dict, not from our plan); inverse dynamics inverts them."""
     m = alternating_tree(60, seed=5)
     plan = Plan(m)
     pats, _ = runs(plan.patterns())
@@ -47,6 +52,7 @@ def test_alternating_kinds_dispatch_and_agree_with_dense():
     assert len(pats) == 1 and len(pats[0].kinds) > 2
     assert len(runs(plan.types, cap=10 ** 6)[0]) > MAX_RUNS                  # it does alternate
     dense = get_system(m, "dense")
+    pin_peer = DictPeer(m.to_dict(), dense.model.coord_names, dense.body_names)   # pinocchio, from the model dict
     others = [get_system(m, "recursive", ref_point=rp) for rp in ("origin", "centroid")]
     others += [get_system(m, "cfa"), get_system(m, "mstmm")]
     rng = np.random.default_rng(2)
@@ -55,6 +61,7 @@ def test_alternating_kinds_dispatch_and_agree_with_dense():
         tau = rng.normal(size=m.nv)
         ref = dense.forward_dynamics(q, u, tau, 0.1)
         assert np.max(np.abs(ref)) > 1e-3
+        assert rel_err(ref, pin_peer.aba(q, u, tau)) < 1e-9
         for s in others:
             assert rel_err(s.forward_dynamics(q, u, tau, 0.1), ref) < 1e-9, s.algorithm
         assert rel_err(others[0].inverse_dynamics(q, u, ref, 0.1), tau) < 1e-9
