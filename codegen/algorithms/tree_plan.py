@@ -271,7 +271,32 @@ def template_vars(plan: Plan, work_size: int) -> dict:
                 point_forces=any(f.kind == "point" for f in plan.forces), loops=False, nb=plan.nb, nq=plan.nq, nv=plan.nv, np=plan.np, npb=NP_BODY, roadmap=plan.roadmap(),
                 segments=plan.segments, parent=plan.parent, iq=plan.iq, iv=plan.iv, quat=plan.quat_offsets,
                 jcalc={t: jcalc_code(t) for t in plan.joint_types_used}, forces=plan.forces,
-                work_size=work_size + 8, types_nv=[(t, JOINT_TYPES[t][1]) for t in plan.joint_types_used])
+                work_size=work_size + 8, types_nv=[(t, JOINT_TYPES[t][1]) for t in plan.joint_types_used],
+                **derivative_vars(plan))
+
+
+# Derivative passes (templates/shared/derivatives.pyx.j2): workspace per body and per DOF, in this order.
+DERIV_BODY = (("A", 9), ("p", 3), ("Y", 10), ("v", 6), ("a", 6), ("Yc", 10), ("Bc", 36), ("fc", 6))
+DERIV_DOF = (("S", 6), ("dVq", 6), ("dAq", 6), ("dAv", 6), ("dFq", 6), ("dFv", 6), ("dFa", 6), ("BtS", 6))
+
+
+def derivative_refusal(plan: Plan) -> str:
+    """Why a tree has no analytical derivatives ('' when it has them): forces whose partials are not derived."""
+    if any(f.kind == "point" for f in plan.forces):
+        return "point-to-point spring-dampers have no derived partials"
+    return ""
+
+
+def derivative_vars(plan: Plan) -> dict:
+    """Variables of the derivative passes: workspace layouts, each body's nv, each DOF's column-group end
+    (codegen.symbolic.derivatives.GROUPS), the sympy kernels."""
+    from ..symbolic.derivatives import derivative_kernels, group_ends
+    dbody, nbody = work_layout(DERIV_BODY)
+    ddof, ndof = work_layout(DERIV_DOF)
+    dge = [plan.iv[k] + e for k, t in enumerate(plan.types) for e in group_ends(t)]
+    return dict(dbody_layout=dbody, ddof_layout=ddof, dw_body=nbody, dw_dof=ndof, dge=dge,
+                nvj=[JOINT_TYPES[t][1] for t in plan.types], dkern=derivative_kernels(),
+                deriv_refusal=derivative_refusal(plan))
 
 
 # Kang & Yoon's recursion (templates/recursive, and the tree part of templates/grcr): workspace per body, in this

@@ -60,6 +60,11 @@ def inspect_registry():
     from ..symbolic import grcr
     reg["grcr"] = ("generalized recursive coordinate reduction (Critchley & Anderson): world joint columns (eq 5), "
                    "dependent elimination rho, Q (eq 34), R (eq 36), X, W (eqs 76-77), T (eqs 63-64)", grcr.elements)
+    from ..symbolic import derivatives
+    for t in JOINT_TYPES:
+        reg[f"derivatives {t}"] = (f"{t} joint: derivative building blocks (Carpentier & Mansard 2018): child-frame "
+                                   "columns, column groups, dV/dq, dA/dq, dA/du [CM eqs 10-12]",
+                                   lambda t=t: derivatives.elements(t))
     for modname in ("ancf", "mstmm_examples"):      # later algorithm families register their elements here
         try:
             mod = __import__(f"codegen.symbolic.{modname}", fromlist=["INSPECT"])

@@ -26,7 +26,8 @@ def recursive_template_vars(plan, options: dict) -> dict:
     tv.update(loops=bool(loops), lw=lw, project_hook=bool(loops))
     if loops:
         from ...symbolic.loops import row_kernel
-        tv.update(plan.loop_vars(), loop_kernels=[row_kernel(k, options["ref_point"]) for k in ("d1", "d2")])
+        tv.update(plan.loop_vars(), loop_kernels=[row_kernel(k, options["ref_point"]) for k in ("d1", "d2")],
+                  deriv_refusal="closed loops (cut joints): the constrained accelerations' partials are not derived")
     return tv
 
 
