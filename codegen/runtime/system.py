@@ -14,6 +14,7 @@ from ..model import BeamModel
 from .integrate import (divergence, energy_balance, integrate_chunks, rk4_stable_step, runaway, start_state,
                         versions)
 from .animate import beam_geometry, joint_geometry
+from .derivatives import Derivatives
 from . import grcr
 from .loops import check_closure, dependent_rows_detail, loop_outputs
 from .result import Result
@@ -21,7 +22,7 @@ from .result import Result
 BEAM_METHODS = ("rancf", "dense")   # beam models: the O(n) recursion, or the dense Cholesky of the same Omega
 
 
-class System:
+class System(Derivatives):
     """A model bound to one compiled kernel module (topology + algorithm + options).
 
     Rigid trees: algorithms recursive (ref_point centroid | joint | origin), dense, mstmm.  Flexible beams:
@@ -168,20 +169,27 @@ class System:
         self._rigid("forward_dynamics_batch")
         return self.kernel.forward_dynamics_batch(Q, U, TAU, t, out, threads)
 
-    def rollout(self, q0, u0, nsteps: int, dt: float, tau=None, integrator: str = "rk4", threads=None):
+    def rollout(self, q0, u0, nsteps: int, dt: float, tau=None, integrator: str = "rk4", threads=None,
+                sensitivities: bool = False):
         """B rollouts of nsteps fixed steps of size dt, all in compiled code on `threads` threads (default: every
         usable core). q0 (B x nq), u0 (B x nv); tau (B x nsteps x nv) adds to the model's own forces, held over
         each step (None: the model's forces only). Returns (q, u): B x (nsteps + 1) x nq and x nv, row 0 the
         initial state; the same numbers as simulate(..., integrator="rk4") from each initial state. A rollout
-        whose state stops being finite has NaN rows from there on (a RuntimeWarning names it)."""
+        whose state stops being finite has NaN rows from there on (a RuntimeWarning names it).
+        sensitivities=True: returns (q, u, A, B) with the Jacobians of every step in tangent coordinates,
+        A (B x nsteps x 2nv x 2nv), B (B x nsteps x 2nv x nv): x_{s+1} = A_s x_s + B_s dtau_s (see linearize)."""
         self._rigid("rollout")
         if isinstance(nsteps, bool) or not isinstance(nsteps, (int, np.integer)):
             raise ValueError(f"nsteps: expected an integer >= 0, got {nsteps!r}")
+        if sensitivities:
+            self._derivative_kernel("rollout(sensitivities=True)")
         q, u, fail = self.kernel.rollout(q0, u0, int(nsteps), float(dt), tau, integrator, threads)
         bad = np.flatnonzero(np.isfinite(fail))
         if bad.size:
             warnings.warn(f"rollout: {bad.size} of {len(fail)} rollouts diverged (first: rollout {bad[0]} at "
                           f"t = {fail[bad[0]]:.6g}); their rows from there on are NaN", RuntimeWarning, stacklevel=2)
+        if sensitivities:
+            return (q, u) + self._rollout_sensitivities(q, u, tau, float(dt), threads)
         return q, u
 
     def mass_matrix(self, q) -> np.ndarray:

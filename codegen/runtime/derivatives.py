@@ -1,0 +1,90 @@
+"""Derivatives, linearisation and rollout sensitivities of a System (rigid trees): the Python side of the compiled
+derivative kernels (templates/shared/derivatives.pyx.j2, Carpentier & Mansard 2018)."""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from . import linearize as lin
+
+
+class Derivatives:
+    """Mixin of System: analytical derivatives of the forward and inverse dynamics (nv x nv, row major).
+
+    Convention: q-derivatives are taken in the tangent space of each joint (nv numbers per state): the coordinate
+    change for scalar joints; for spherical and free joints the local angular perturbation q (x) exp(delta / 2)
+    (pinocchio's convention); the free joint's translation along the parent axes, as its velocity u[0:3].
+    Available for every rigid-tree family; refused for beams, grcr, closed loops (cut joints), point-to-point
+    spring-dampers and a Python force hook, naming what is missing.
+    """
+
+    def _derivative_kernel(self, what: str):
+        if self.beams:
+            raise ValueError(f"{what}: derivatives are defined for rigid-body trees; this is a flexible-beam model")
+        if self.grcr:
+            raise ValueError(f"{what}: not available for algorithm 'grcr'; build the tree with algorithm "
+                             f"'recursive' or 'dense' (closed loops have no derivatives yet)")
+        if self.loops:
+            raise ValueError(f"{what}: not available for closed loops (cut joints "
+                             f"{', '.join(c.name for c in self.model.cuts)}): the constrained accelerations' "
+                             f"partials are not derived")
+        if self.model.point_springs:
+            raise ValueError(f"{what}: not available with point-to-point spring-dampers "
+                             f"({', '.join(p.name for p in self.model.point_springs)}): their partials are not derived")
+        return self.kernel
+
+    def inverse_dynamics_derivatives(self, q, u, udot, out=None):
+        """(dtau/dq, dtau/du, M), each nv x nv, of tau = inverse_dynamics(q, u, udot); dtau/dudot = M. q in the
+        tangent space (class docstring). ``out``: three nv x nv float64 arrays to write into."""
+        return self._derivative_kernel("inverse_dynamics_derivatives").inverse_dynamics_derivatives(q, u, udot, out)
+
+    def forward_dynamics_derivatives(self, q, u, tau=None, t: float = 0.0, out=None):
+        """(dudot/dq, dudot/du, M^-1), each nv x nv, of udot = forward_dynamics(q, u, tau, t); dudot/dtau = M^-1.
+        The model's force elements are included (joint spring-dampers, time functions). ``out``: three arrays."""
+        return self._derivative_kernel("forward_dynamics_derivatives").forward_dynamics_derivatives(q, u, tau, t, out)
+
+    def forward_dynamics_derivatives_batch(self, Q, U, TAU=None, out=None, threads=None, t: float = 0.0):
+        """forward_dynamics_derivatives of B states (rows of Q, U, TAU), three B x nv x nv arrays, on `threads`
+        threads without the GIL (default: every usable core); a row whose mass matrix is singular is NaN."""
+        k = self._derivative_kernel("forward_dynamics_derivatives_batch")
+        return k.forward_dynamics_derivatives_batch(Q, U, TAU, t, out, threads)
+
+    def inverse_dynamics_derivatives_batch(self, Q, U, UDOT, out=None, threads=None):
+        """inverse_dynamics_derivatives of B states, three B x nv x nv arrays, threaded as the forward batch."""
+        k = self._derivative_kernel("inverse_dynamics_derivatives_batch")
+        return k.inverse_dynamics_derivatives_batch(Q, U, UDOT, out, threads)
+
+    def linearize(self, q, u, tau=None, dt: Optional[float] = None, integrator: str = "rk4", t: float = 0.0):
+        """(A, B) of the dynamics at (q, u, tau) in tangent coordinates x = (dq, du) (2 nv), input tau (nv).
+
+        dt None: continuous time, x' = A x + B dtau. dt > 0: the Jacobians of one compiled RK4 step of size dt
+        from (q, u) with tau held over the step (the step `rollout` and `simulate(integrator="rk4")` take):
+        x1 = A x0 + B dtau. See codegen.runtime.linearize for the chain rule and its accuracy with quaternions."""
+        k = self._derivative_kernel("linearize")
+        q, u = self._qu(q, u)
+        T = None if tau is None else np.ascontiguousarray(tau, float).reshape(1, self.nv)
+        if dt is None:
+            A, B = lin.continuous(k, self.model, q[None], u[None], T, t, threads=1)
+        else:
+            if integrator != "rk4":
+                raise ValueError(f"linearize: integrator '{integrator}' has no step Jacobian (rk4)")
+            if not (dt > 0 and np.isfinite(dt)):
+                raise ValueError(f"linearize: dt must be a positive finite step, got {dt}")
+            A, B = lin.rk4_step(k, self.model, q[None], u[None], T, t, float(dt), threads=1)
+        return A[0], B[0]
+
+    def _rollout_sensitivities(self, qs, us, tau, dt, threads):
+        """Step Jacobians along B rollouts (q, u: B x (nsteps + 1) x n): A (B x nsteps x 2nv x 2nv) and
+        B (B x nsteps x 2nv x nv); each step's stages batched over the rollouts."""
+        k = self._derivative_kernel("rollout(sensitivities=True)")
+        nb, n1, _ = qs.shape
+        A = np.full((nb, n1 - 1, 2 * self.nv, 2 * self.nv), np.nan)
+        B = np.full((nb, n1 - 1, 2 * self.nv, self.nv), np.nan)
+        for s in range(n1 - 1):
+            ok = np.all(np.isfinite(qs[:, s + 1]), axis=1)
+            if not ok.any():
+                break
+            T = None if tau is None else np.ascontiguousarray(np.asarray(tau, float)[ok, s])
+            A[ok, s], B[ok, s] = lin.rk4_step(k, self.model, qs[ok, s], us[ok, s], T, s * dt, dt, threads)
+        return A, B
