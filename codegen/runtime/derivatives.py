@@ -74,6 +74,15 @@ class Derivatives:
             A, B = lin.rk4_step(k, self.model, q[None], u[None], T, t, float(dt), threads=1)
         return A[0], B[0]
 
+    def set_feedback(self, K=None, x_ref=None, tau_ref=None):
+        """A linear state feedback compiled into the model's forces, tau += tau_ref - K (x - x_ref), x = (q, u):
+        evaluated inside the compiled integrators (simulate, rollout) with no Python per step, and part of the
+        derivatives and linearize. K (nv x 2nv), x_ref (nq + nv, default 0), tau_ref (nv, default 0); K None removes
+        it. Models with spherical or free joints are refused (no plain difference of quaternions)."""
+        if self.beams or self.grcr:
+            raise ValueError("set_feedback: rigid-body trees of the recursive, dense, mstmm and cfa algorithms only")
+        self.kernel.set_feedback(K, x_ref, tau_ref)
+
     def _rollout_sensitivities(self, qs, us, tau, dt, threads):
         """Step Jacobians along B rollouts (q, u: B x (nsteps + 1) x n): A (B x nsteps x 2nv x 2nv) and
         B (B x nsteps x 2nv x nv); each step's stages batched over the rollouts."""
