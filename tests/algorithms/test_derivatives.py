@@ -1,0 +1,258 @@
+"""Analytical derivatives of the dynamics (templates/shared/derivatives.pyx.j2, Carpentier & Mansard 2018): against
+pinocchio's computeRNEADerivatives / computeABADerivatives built from the model dict, against central differences
+of our own kernels in the tangent space (fixed and floating base, every joint type, springs, time functions, a
+compiled state feedback), across every rigid family, batched, and refused by name where they are not derived."""
+import numpy as np
+import pinocchio as pin
+import pytest
+
+import codegen
+from codegen.models import chain, random_state, random_tree
+from support.peers_from_file import DictPeer
+from support.systems import EXAMPLES, get_system, rel_err
+from support.tangent import central_jacobian, minus, pin_v_order, plus
+from test_runs import alternating_tree
+
+TOL_FD = 1e-6           # against central differences (h = 1e-6)
+TOL_PIN = 1e-9          # against pinocchio
+
+
+def fd_forward(s, q, u, tau, t=0.0):
+    m = s.model
+    Aq = central_jacobian(lambda e: s.forward_dynamics(plus(m, q, e), u, tau, t), s.nv)
+    Au = central_jacobian(lambda e: s.forward_dynamics(q, u + e, tau, t), s.nv)
+    return Aq, Au
+
+
+def fd_inverse(s, q, u, ud):
+    m = s.model
+    return (central_jacobian(lambda e: s.inverse_dynamics(plus(m, q, e), u, ud), s.nv),
+            central_jacobian(lambda e: s.inverse_dynamics(q, u + e, ud), s.nv))
+
+
+def test_tangent_plus_minus_round_trip():
+    m = random_tree(6, seed=3, types=("spherical", "revolute", "planar"), floating=True)
+    rng = np.random.default_rng(0)
+    q, _ = random_state(m, rng)
+    dv = rng.normal(scale=0.3, size=m.nv)
+    assert np.allclose(minus(m, plus(m, q, dv), q), dv, atol=1e-12)
+
+
+def pin_reference(m, s, q, u, tau, ud):
+    """pinocchio's analytical derivatives (model built from the model dict, fixed base), in our joint order."""
+    peer = DictPeer(m.to_dict(), s.model.coord_names, s.body_names)
+    P = pin_v_order(peer)
+    pm, pd = peer.model, peer.data
+    qp, up, tp, ap = peer.q_pin(q), np.empty(m.nv), np.empty(m.nv), np.empty(m.nv)
+    up[P], tp[P], ap[P] = u, tau, ud
+    sym = lambda M: (np.triu(M) + np.triu(M, 1).T)[np.ix_(P, P)]       # noqa: E731  (pinocchio fills the upper part)
+    pin.computeRNEADerivatives(pm, pd, qp, up, ap)
+    ref_id = [np.asarray(pd.dtau_dq)[np.ix_(P, P)], np.asarray(pd.dtau_dv)[np.ix_(P, P)],
+              sym(np.asarray(pin.crba(pm, pd, qp)))]
+    pin.computeABADerivatives(pm, pd, qp, up, tp)
+    ref_fd = [np.asarray(pd.ddq_dq)[np.ix_(P, P)], np.asarray(pd.ddq_dv)[np.ix_(P, P)], sym(np.asarray(pd.Minv))]
+    return ref_id, ref_fd
+
+
+def test_matches_pinocchio():
+    """A tree of pinocchio's native joint types (revolute, prismatic, spherical and fixed; fixed base, so v_pin = u):
+    dtau/dq, dtau/du, M and dudot/dq, dudot/du, M^-1 equal pinocchio's computeRNEADerivatives /
+    computeABADerivatives to 1e-9. (pinocchio 4.1's analytical derivatives are wrong for its composite joints, our
+    universal and planar joints: on the 60-body tree below they differ from pinocchio's own finite differences by
+    O(100) while ours agree with them to 1e-7; so the composite-joint trees are checked against differences.)"""
+    m = random_tree(12, seed=31, types=("revolute", "prismatic", "spherical", "fixed", "revolute", "spherical"))
+    s = get_system(m, "recursive", ref_point="origin")
+    rng = np.random.default_rng(4)
+    for _ in range(2):
+        q, u = random_state(m, rng)
+        tau, ud = rng.normal(size=m.nv), rng.normal(size=m.nv)
+        ref_id, ref_fd = pin_reference(m, s, q, u, tau, ud)
+        for a, b in zip(s.inverse_dynamics_derivatives(q, u, ud), ref_id):
+            assert rel_err(a, b) < TOL_PIN
+        for a, b in zip(s.forward_dynamics_derivatives(q, u, tau), ref_fd):
+            assert rel_err(a, b) < TOL_PIN
+
+
+def test_every_rigid_family_agrees():
+    """The 60-body alternating tree of test_runs (every joint type but free): dense, recursive (origin, centroid), cfa
+    and mstmm give the same derivatives to round-off, and they equal central differences."""
+    m = alternating_tree(60, seed=5)
+    systems = [get_system(m, "dense"), get_system(m, "recursive", ref_point="origin"),
+               get_system(m, "recursive", ref_point="centroid"), get_system(m, "cfa"), get_system(m, "mstmm")]
+    rng = np.random.default_rng(4)
+    q, u = random_state(m, rng)
+    tau, ud = rng.normal(size=m.nv), rng.normal(size=m.nv)
+    ref_id = systems[0].inverse_dynamics_derivatives(q, u, ud)
+    ref_fd = systems[0].forward_dynamics_derivatives(q, u, tau)
+    Gq, Gu = fd_inverse(systems[0], q, u, ud)
+    assert rel_err(ref_id[0], Gq) < TOL_FD and rel_err(ref_id[1], Gu) < TOL_FD
+    for s in systems[1:]:
+        for a, b in zip(s.inverse_dynamics_derivatives(q, u, ud), ref_id):
+            assert rel_err(a, b) < 1e-12, s.algorithm
+        for a, b in zip(s.forward_dynamics_derivatives(q, u, tau), ref_fd):
+            assert rel_err(a, b) < 1e-9, s.algorithm
+
+
+@pytest.fixture(scope="module")
+def floating():
+    """Free base, every joint type, three free joints inside the tree (the mstmm tests' model)."""
+    from codegen.models import JOINT_MIX
+    return random_tree(14, seed=7, types=JOINT_MIX + ("free", "revolute", "spherical"), floating=True)
+
+
+@pytest.mark.parametrize("alg,opts", [("recursive", {"ref_point": "joint"}), ("dense", {}), ("mstmm", {})])
+def test_floating_base_matches_central_differences(floating, alg, opts):
+    s = get_system(floating, alg, **opts)
+    rng = np.random.default_rng(9)
+    q, u = random_state(floating, rng)
+    tau, ud = rng.normal(size=s.nv), rng.normal(size=s.nv)
+    Aq, Au, Mi = s.forward_dynamics_derivatives(q, u, tau)
+    Fq, Fu = fd_forward(s, q, u, tau)
+    assert rel_err(Aq, Fq) < TOL_FD and rel_err(Au, Fu) < TOL_FD
+    assert rel_err(Mi, np.linalg.inv(s.mass_matrix(q))) < 1e-10
+    Dq, Dv, M = s.inverse_dynamics_derivatives(q, u, ud)
+    Gq, Gu = fd_inverse(s, q, u, ud)
+    assert rel_err(Dq, Gq) < TOL_FD and rel_err(Dv, Gu) < TOL_FD and rel_err(M, s.mass_matrix(q)) < 1e-12
+
+
+@pytest.fixture(scope="module")
+def sprung():
+    """random_tree(14, seed=1, forces=True) without its point springs: joint spring-dampers, sine/step/table
+    joint forces."""
+    m = random_tree(14, seed=1, forces=True)
+    m.point_springs = []
+    return codegen.model_from_dict(m.to_dict())
+
+
+def test_force_elements_are_differentiated(sprung):
+    s = get_system(sprung, "recursive", ref_point="centroid")
+    assert sprung.springs and sprung.joint_forces
+    rng = np.random.default_rng(5)
+    q, u = random_state(sprung, rng)
+    tau = rng.normal(size=s.nv)
+    Aq, Au, _ = s.forward_dynamics_derivatives(q, u, tau, t=0.07)
+    Fq, Fu = fd_forward(s, q, u, tau, 0.07)
+    assert rel_err(Aq, Fq) < TOL_FD and rel_err(Au, Fu) < TOL_FD
+
+
+def test_batch_equals_single_calls(sprung):
+    s = get_system(sprung, "recursive", ref_point="centroid")
+    rng = np.random.default_rng(6)
+    Q, U = map(np.array, zip(*[random_state(sprung, rng) for _ in range(5)]))
+    T = rng.normal(size=U.shape)
+    fb = s.forward_dynamics_derivatives_batch(Q, U, T, threads=2, t=0.2)
+    ib = s.inverse_dynamics_derivatives_batch(Q, U, T, threads=2)
+    for b in range(5):
+        for x, y in zip(fb, s.forward_dynamics_derivatives(Q[b], U[b], T[b], 0.2)):
+            assert np.array_equal(x[b], y)
+        for x, y in zip(ib, s.inverse_dynamics_derivatives(Q[b], U[b], T[b])):
+            assert np.array_equal(x[b], y)
+    out = tuple(np.zeros((s.nv, s.nv)) for _ in range(3))
+    assert s.forward_dynamics_derivatives(Q[0], U[0], T[0], 0.2, out=out) is not None and np.array_equal(out[0], fb[0][0])
+    with pytest.raises(ValueError, match="out must be three"):
+        s.forward_dynamics_derivatives(Q[0], U[0], out=(np.zeros(3),))
+
+
+def test_linearize_and_rk4_step_against_rollout(floating):
+    """Continuous A, B against central differences; the RK4 step Jacobians against central differences of one
+    compiled rollout step (tangent coordinates at both ends), quaternion joints included."""
+    s = get_system(floating, "recursive", ref_point="joint")
+    m, nv = floating, s.nv
+    rng = np.random.default_rng(12)
+    q, u = random_state(m, rng)
+    tau = rng.normal(size=nv)
+    A, B = s.linearize(q, u, tau)
+    Fq, Fu = fd_forward(s, q, u, tau)
+    assert rel_err(A[nv:], np.hstack([Fq, Fu])) < TOL_FD and np.array_equal(A[:nv, nv:], np.eye(nv))
+    assert rel_err(B[nv:], np.linalg.inv(s.mass_matrix(q))) < 1e-10
+    h = 5e-3
+
+    def step(qq, uu, tt):
+        Q, U = s.rollout(qq[None], uu[None], 1, h, tt[None, None])
+        return Q[0, 1], U[0, 1]
+
+    q1, u1 = step(q, u, tau)
+    Ad, Bd = s.linearize(q, u, tau, dt=h)
+    F = central_jacobian(lambda e: np.r_[minus(m, step(plus(m, q, e[:nv]), u + e[nv:], tau)[0], q1),
+                                         step(plus(m, q, e[:nv]), u + e[nv:], tau)[1] - u1], 2 * nv)
+    G = central_jacobian(lambda e: np.r_[minus(m, step(q, u, tau + e)[0], q1), step(q, u, tau + e)[1] - u1], nv)
+    assert rel_err(Ad, F) < 1e-6 and rel_err(Bd, G) < 1e-5
+
+
+def test_rollout_sensitivities_over_100_steps():
+    """The product of the 100 step Jacobians equals central differences of the whole rollout's final state with
+    respect to the initial state; one step's input columns, those with respect to that step's tau."""
+    s = get_system(chain(5), ref_point="joint")
+    rng = np.random.default_rng(13)
+    q0, u0 = rng.normal(size=5), rng.normal(size=5)
+    n, h = 100, 2e-3
+    tau = rng.normal(size=(1, n, 5))
+    q, u, A, B = s.rollout(q0[None], u0[None], n, h, tau, sensitivities=True)
+    assert A.shape == (1, n, 10, 10) and B.shape == (1, n, 10, 5)
+    P = np.eye(10)
+    for k in range(n):
+        P = A[0, k] @ P
+
+    def final(x0, tt=tau):
+        Q, U = s.rollout(x0[None, :5], x0[None, 5:], n, h, tt)
+        return np.r_[Q[0, -1], U[0, -1]]
+
+    x0 = np.r_[q0, u0]
+    assert rel_err(P, central_jacobian(lambda e: final(x0 + e), 10)) < 1e-6
+    k = 37
+    Pk = np.eye(10)
+    for j in range(k + 1, n):
+        Pk = A[0, j] @ Pk
+
+    def with_tau(e):
+        t2 = tau.copy()
+        t2[0, k] += e
+        return final(x0, t2)
+
+    assert rel_err(Pk @ B[0, k], central_jacobian(with_tau, 5)) < 1e-6
+
+
+def test_feedback_is_compiled_and_differentiated():
+    s = get_system(chain(5), ref_point="joint")
+    rng = np.random.default_rng(14)
+    K, xr = rng.normal(size=(5, 10)), rng.normal(size=10)
+    q, u = rng.normal(size=5), rng.normal(size=5)
+    free = s.forward_dynamics(q, u)
+    s.set_feedback(K, xr)
+    try:
+        fb = s.forward_dynamics(q, u)
+        assert rel_err(fb, free + np.linalg.solve(s.mass_matrix(q), -K @ (np.r_[q, u] - xr))) < 1e-10
+        A, _ = s.linearize(q, u)
+        Fq, Fu = fd_forward(s, q, u, None)
+        assert rel_err(A[5:], np.hstack([Fq, Fu])) < TOL_FD
+        Q, U = s.rollout(q[None], u[None], 10, 1e-3)        # the workers and the rollout see the gain
+        assert np.isfinite(Q).all()
+    finally:
+        s.set_feedback(None)
+    assert np.array_equal(s.forward_dynamics(q, u), free)
+    with pytest.raises(ValueError, match="K"):
+        s.set_feedback(np.zeros((2, 2)))
+
+
+def test_refused_by_name():
+    fixed = random_tree(14, seed=1, forces=True)                 # test_recursive's tree: point springs
+    s = get_system(fixed, "dense")
+    q, u = fixed.initial_state()
+    with pytest.raises(ValueError, match="point-to-point spring-dampers \\(ps0, ps1\\)"):
+        s.forward_dynamics_derivatives(q, u)
+    with pytest.raises(ValueError, match="point-to-point"):
+        s.kernel.forward_dynamics_derivatives(q, u)           # the compiled module refuses too
+    five = codegen.load_model(str(EXAMPLES / "five_bar.yaml"))
+    s = get_system(five)
+    with pytest.raises(ValueError, match="closed loops \\(cut joints"):
+        s.linearize(*five.initial_state())
+    beam = get_system(codegen.load_model(str(EXAMPLES / "flexible_pendulum.yaml")))
+    with pytest.raises(ValueError, match="flexible-beam"):
+        beam.forward_dynamics_derivatives(*beam.model.initial_state())
+    c = get_system(chain(5), ref_point="joint")
+    c.set_hook(lambda t, q, u: np.zeros(5))
+    try:
+        with pytest.raises(ValueError, match="hook"):
+            c.forward_dynamics_derivatives(np.zeros(5), np.zeros(5))
+    finally:
+        c.set_hook(None)
