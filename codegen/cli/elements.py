@@ -23,6 +23,10 @@ DESCRIPTIONS = {
 }
 
 
+# what each family offers of forward/inverse_dynamics_derivatives, linearize and rollout sensitivities
+DERIVATIVES = {"grcr": "no (closed loops: build the tree with recursive)", "rancf": "no (flexible beams)"}
+
+
 def register(sub):
     s = sub.add_parser("inspect", help="print a derived symbolic element ('mbgen inspect list')",
                        formatter_class=Formatter,
@@ -87,6 +91,7 @@ def print_algorithms():
         print(f"  {'joint types:' if f.models == 'tree' else 'connections:'} {', '.join(f.joint_types)}")
         print(f"  options:     {opts}")
         print(f"  integrators: {', '.join(f.integrators)}")
+        print(f"  derivatives: {DERIVATIVES.get(f.name, 'analytical (trees; not for cut joints or point springs)')}")
         print(f"  template:    templates/{f.template}")
 
 
