@@ -19,6 +19,8 @@ class Derivatives:
     spring-dampers and a Python force hook, naming what is missing.
     """
 
+    feedback = None         # (K, x_ref, tau_ref) of the compiled state feedback (set_feedback), or None
+
     def _derivative_kernel(self, what: str):
         if self.beams:
             raise ValueError(f"{what}: derivatives are defined for rigid-body trees; this is a flexible-beam model")
@@ -82,6 +84,11 @@ class Derivatives:
         if self.beams or self.grcr:
             raise ValueError("set_feedback: rigid-body trees of the recursive, dense, mstmm and cfa algorithms only")
         self.kernel.set_feedback(K, x_ref, tau_ref)
+        nv = self.nv
+        self.feedback = None if K is None else (
+            np.array(K, float).reshape(nv, 2 * nv),
+            np.zeros(self.nq + nv) if x_ref is None else np.array(x_ref, float).reshape(-1),
+            np.zeros(nv) if tau_ref is None else np.array(tau_ref, float).reshape(-1))
 
     def _rollout_sensitivities(self, qs, us, tau, dt, threads):
         """Step Jacobians along B rollouts (q, u: B x (nsteps + 1) x n): A (B x nsteps x 2nv x 2nv) and

@@ -248,6 +248,11 @@ def applied_power(system, res, joint_forces_only=False):
     for f in m.joint_forces:
         iv = off[f.joint][1] + f.dof
         P += np.array([f.function(t) for t in res.t]) * res.u[:, iv]
+    fb = getattr(system, "feedback", None)
+    if fb is not None:                       # the compiled state feedback (set_feedback): tau_ref - K (x - x_ref)
+        K, xr, tr = fb
+        X = np.hstack([res.q, res.u])
+        P += np.einsum("sa,sa->s", tr - (X - xr) @ K.T, res.u)
     if not joint_forces_only and any(p.damping for p in m.point_springs):
         if len(res.t) < 3:
             return None
@@ -302,7 +307,8 @@ def energy_balance(system, res) -> dict:
         return {"value": None, "change": change, "work": None, "conservative": False}
     m = system.model
     conservative = system.beams or not (any(np.any(sp.damping) for sp in m.springs) or m.joint_forces
-                                        or any(ps.damping for ps in m.point_springs))
+                                        or any(ps.damping for ps in m.point_springs)
+                                        or getattr(system, "feedback", None) is not None)
     W = cumulative_work(P, res.t)
     scale = max(float(np.abs(T).max()), float(np.abs(V).max()), abs(float(E[0])))
     err = float(np.abs(E - E[0] - W).max())
@@ -326,7 +332,7 @@ def runaway(system, res, X):
     n = len(ts) if k is None else k                  # the finite prefix
     gain_at = None
     if n > 1:
-        pre = SimpleNamespace(t=ts[:n], u=res.u[:n], energy_kinetic=T[:n], energy_potential=V[:n],
+        pre = SimpleNamespace(t=ts[:n], q=res.q[:n], u=res.u[:n], energy_kinetic=T[:n], energy_potential=V[:n],
                               body_names=res.body_names, body_com=res.body_com[:n], body_quat=res.body_quat[:n])
         with np.errstate(all="ignore"):
             P = applied_power(system, pre)
