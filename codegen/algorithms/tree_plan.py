@@ -276,8 +276,12 @@ def template_vars(plan: Plan, work_size: int) -> dict:
 
 
 # Derivative passes (templates/shared/derivatives.pyx.j2): workspace per body and per DOF, in this order.
-DERIV_BODY = (("A", 9), ("p", 3), ("Y", 10), ("v", 6), ("a", 6), ("Yc", 10), ("Bc", 36), ("fc", 6))
-DERIV_DOF = (("S", 6), ("dVq", 6), ("dAq", 6), ("dAv", 6), ("dFq", 6), ("dFv", 6), ("dFa", 6), ("BtS", 6))
+DERIV_BODY = (("A", 9), ("p", 3), ("Y", 10), ("v", 6), ("a", 6), ("Yc", 10), ("Bc", 36), ("fc", 6), ("IA", 36),
+              ("Di", 36))
+DERIV_DOF = (("S", 6), ("dVq", 6), ("dAq", 6), ("dAv", 6), ("dFq", 6), ("dFv", 6), ("dFa", 6), ("BtS", 6), ("U", 6),
+             ("UD", 6))
+DERIV_KB = 32           # right-hand sides per block of the articulated solve M^-1 [dtau/dq, dtau/du, I]
+DERIV_DENSE_MAX = 56    # up to this many velocities the dense tail (Cholesky) is faster than the solve (chains)
 
 
 def derivative_refusal(plan: Plan) -> str:
@@ -294,7 +298,7 @@ def derivative_vars(plan: Plan) -> dict:
     dbody, nbody = work_layout(DERIV_BODY)
     ddof, ndof = work_layout(DERIV_DOF)
     dge = [plan.iv[k] + e for k, t in enumerate(plan.types) for e in group_ends(t)]
-    return dict(dbody_layout=dbody, ddof_layout=ddof, dw_body=nbody, dw_dof=ndof, dge=dge,
+    return dict(dbody_layout=dbody, ddof_layout=ddof, dw_body=nbody, dw_dof=ndof, dge=dge, dkb=DERIV_KB, dense_max=DERIV_DENSE_MAX,
                 nvj=[JOINT_TYPES[t][1] for t in plan.types], dkern=derivative_kernels(),
                 deriv_refusal=derivative_refusal(plan))
 

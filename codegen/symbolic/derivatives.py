@@ -24,8 +24,9 @@ Kernels (one Cython helper each):
                 transform), Y_j about the world origin                                      [CM eq 9]
     dcolumn     world joint column S = (A s_v + p x A s_w ; A s_w) of a child-frame column (s_v; s_w)
     dcol_terms  dV/dq = vb x S, dA/dq = ab x S + vb x dV/dq, dA/du = (vb + va) x S          [CM eqs 10-12]
-    dbody       h = Y v, f = Y a + v x* h, and the inertia variation
-                B x = Y (x x v) + v x* (Y x) + x x* h                                        [CM eqs 9, 13]
+    dvelocity   the inertia variation B x = Y (x x v) + v x* (Y x) + x x* h, h = Y v            [CM eq 13]
+    dforce      f = Y a + v x* (Y v), a with gravity                                         [CM eq 9]
+    dinertia    the 6x6 matrix of Y (start of the articulated inertia)                       [RBDA 7.3]
     dforce_col  composite partials of DOF d: dF/dq = S x* f^C + Y^C dA/dq + B^C dV/dq, dF/du = Y^C dA/du + B^C S,
                 dF/dud = Y^C S, and the row factor B^C^T S                                  [CM Alg. 1]
     mcross      motion cross product c = a x b
@@ -148,18 +149,36 @@ def dcol_terms() -> Kernel:
     return k
 
 
-def dbody() -> Kernel:
-    k = _Kr("dbody", "[CM eqs 9, 13]",
-            "Newton-Euler terms of body j in the world frame: h = Y v, f = Y a + v x* h (a with gravity), and the "
-            "inertia variation B (6x6, row major): B x = Y (x x v) + v x* (Y x) + x x* h.",
-            (Arg("Y", NY, "in"), Arg("v", 6, "in"), Arg("a", 6, "in"), Arg("f", 6, "out"), Arg("B", 36, "out")))
-    Y, v, a = arr("Y", NY), arr("v", 6), arr("a", 6)
+def dvelocity() -> Kernel:
+    k = _Kr("dvelocity", "[CM eq 13]",
+            "Velocity terms of body j in the world frame: h = Y v and the inertia variation B (6x6, row major): "
+            "B x = Y (x x v) + v x* (Y x) + x x* h.",
+            (Arg("Y", NY, "in"), Arg("v", 6, "in"), Arg("B", 36, "out")))
+    Y, v = arr("Y", NY), arr("v", 6)
     h = k.lets_vec("h", list(inertia_apply(Y, v)))
-    k.out("f", list(inertia_apply(Y, a) + fcross(v, h)))
     x = sp.Matrix(sp.symbols("x0:6"))
     Bx = inertia_apply(Y, mcross(x, v)) + fcross(v, inertia_apply(Y, x)) + fcross(x, h)
     B = Bx.jacobian(x)
     k.out("B", [B[r, c] for r in range(6) for c in range(6)])
+    return k
+
+
+def dforce() -> Kernel:
+    k = _Kr("dforce", "[CM eq 9]", "Newton-Euler force of body j in the world frame: f = Y a + v x* (Y v), a with "
+            "gravity (the base accelerates at -g).",
+            (Arg("Y", NY, "in"), Arg("v", 6, "in"), Arg("a", 6, "in"), Arg("f", 6, "out")))
+    Y, v, a = arr("Y", NY), arr("v", 6), arr("a", 6)
+    h = k.lets_vec("h", list(inertia_apply(Y, v)))
+    k.out("f", list(inertia_apply(Y, a) + fcross(v, h)))
+    return k
+
+
+def dinertia() -> Kernel:
+    k = _Kr("dinertia", "[RBDA 7.3]", "The 6x6 matrix (row major) of the 10 inertia numbers Y: the articulated "
+            "inertia of a body before its children are added (Featherstone's ABA in world coordinates).",
+            (Arg("Y", NY, "in"), Arg("I", 36, "out")))
+    Im = inertia_matrix(arr("Y", NY))
+    k.out("I", [Im[r, c] for r in range(6) for c in range(6)])
     return k
 
 
@@ -188,7 +207,7 @@ def mcross_kernel() -> Kernel:
 
 def derivative_kernel_objects() -> Tuple[Kernel, ...]:
     """The sympy kernels of the derivative passes (for the tests: ``Kernel.evaluate``)."""
-    return (dworld(), dcolumn(), dcol_terms(), dbody(), dforce_col(), mcross_kernel())
+    return (dworld(), dcolumn(), dcol_terms(), dvelocity(), dforce(), dinertia(), dforce_col(), mcross_kernel())
 
 
 @lru_cache(maxsize=None)

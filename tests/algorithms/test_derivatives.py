@@ -91,6 +91,18 @@ def test_every_rigid_family_agrees():
             assert rel_err(a, b) < 1e-12, s.algorithm
         for a, b in zip(s.forward_dynamics_derivatives(q, u, tau), ref_fd):
             assert rel_err(a, b) < 1e-9, s.algorithm
+    Fq, Fu = fd_forward(systems[0], q, u, tau)
+    assert rel_err(ref_fd[0], Fq) < TOL_FD and rel_err(ref_fd[1], Fu) < TOL_FD
+    assert rel_err(ref_fd[2], np.linalg.inv(systems[0].mass_matrix(q))) < 1e-10
+    k = systems[0].kernel                       # nv = 102: the articulated solve; the dense tail gives the same
+    k.set_derivative_method(0)
+    try:
+        for a, b in zip(systems[0].forward_dynamics_derivatives(q, u, tau), ref_fd):
+            assert rel_err(a, b) < 1e-10
+    finally:
+        k.set_derivative_method(1)
+    with pytest.raises(ValueError, match="derivative method"):
+        k.set_derivative_method(2)
 
 
 @pytest.fixture(scope="module")
@@ -149,7 +161,7 @@ def test_batch_equals_single_calls(sprung):
             assert np.array_equal(x[b], y)
     out = tuple(np.zeros((s.nv, s.nv)) for _ in range(3))
     assert s.forward_dynamics_derivatives(Q[0], U[0], T[0], 0.2, out=out) is not None and np.array_equal(out[0], fb[0][0])
-    with pytest.raises(ValueError, match="out must be three"):
+    with pytest.raises(ValueError, match="out must be a tuple of three"):
         s.forward_dynamics_derivatives(Q[0], U[0], out=(np.zeros(3),))
 
 
