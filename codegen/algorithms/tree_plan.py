@@ -298,7 +298,9 @@ def derivative_vars(plan: Plan) -> dict:
     dbody, nbody = work_layout(DERIV_BODY)
     ddof, ndof = work_layout(DERIV_DOF)
     dge = [plan.iv[k] + e for k, t in enumerate(plan.types) for e in group_ends(t)]
-    return dict(dbody_layout=dbody, ddof_layout=ddof, dw_body=nbody, dw_dof=ndof, dge=dge, dkb=DERIV_KB, dense_max=DERIV_DENSE_MAX,
+    quatv = [plan.iv[k] + QUATERNION_JOINTS[t] for k, t in enumerate(plan.types) if t in QUATERNION_JOINTS]
+    return dict(dbody_layout=dbody, ddof_layout=ddof, dw_body=nbody, dw_dof=ndof, dge=dge, dkb=DERIV_KB,
+                dense_max=DERIV_DENSE_MAX, quatv=quatv,
                 nvj=[JOINT_TYPES[t][1] for t in plan.types], dkern=derivative_kernels(),
                 deriv_refusal=derivative_refusal(plan))
 

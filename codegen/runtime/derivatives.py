@@ -73,7 +73,11 @@ class Derivatives:
                 raise ValueError(f"linearize: integrator '{integrator}' has no step Jacobian (rk4)")
             if not (dt > 0 and np.isfinite(dt)):
                 raise ValueError(f"linearize: dt must be a positive finite step, got {dt}")
-            A, B = lin.rk4_step(k, self.model, q[None], u[None], T, t, float(dt), threads=1)
+            _, _, A, B, fail = k.rollout_sensitivities(q[None], u[None], 1, float(dt),
+                                                       None if T is None else T[None], 1, t)
+            if np.isfinite(fail[0]):
+                raise FloatingPointError(f"linearize: the RK4 step from this state is not finite (t = {fail[0]:.6g})")
+            A, B = A[:, 0], B[:, 0]
         return A[0], B[0]
 
     def set_feedback(self, K=None, x_ref=None, tau_ref=None):
@@ -89,18 +93,3 @@ class Derivatives:
             np.array(K, float).reshape(nv, 2 * nv),
             np.zeros(self.nq + nv) if x_ref is None else np.array(x_ref, float).reshape(-1),
             np.zeros(nv) if tau_ref is None else np.array(tau_ref, float).reshape(-1))
-
-    def _rollout_sensitivities(self, qs, us, tau, dt, threads):
-        """Step Jacobians along B rollouts (q, u: B x (nsteps + 1) x n): A (B x nsteps x 2nv x 2nv) and
-        B (B x nsteps x 2nv x nv); each step's stages batched over the rollouts."""
-        k = self._derivative_kernel("rollout(sensitivities=True)")
-        nb, n1, _ = qs.shape
-        A = np.full((nb, n1 - 1, 2 * self.nv, 2 * self.nv), np.nan)
-        B = np.full((nb, n1 - 1, 2 * self.nv, self.nv), np.nan)
-        for s in range(n1 - 1):
-            ok = np.all(np.isfinite(qs[:, s + 1]), axis=1)
-            if not ok.any():
-                break
-            T = None if tau is None else np.ascontiguousarray(np.asarray(tau, float)[ok, s])
-            A[ok, s], B[ok, s] = lin.rk4_step(k, self.model, qs[ok, s], us[ok, s], T, s * dt, dt, threads)
-        return A, B

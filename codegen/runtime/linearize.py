@@ -14,16 +14,17 @@ x0 + h/2 k2, x0 + h k3, tau held over the step) has by the chain rule through it
     K1 = J(x0), K2 = J(x2) (I + h/2 K1), K3 = J(x3) (I + h/2 K2), K4 = J(x4) (I + h K3),
     A_d = I + h/6 (K1 + 2 K2 + 2 K3 + K4), and B_d the same with the input columns,
 
-with J the continuous Jacobian at each stage state. For models without quaternion joints this is the exact
+with J the continuous Jacobian at each stage state: compiled as `rk4_jac` (templates/shared/derivatives.pyx.j2),
+used by linearize(dt) and rollout(sensitivities=True). For models without quaternion joints this is the exact
 Jacobian of the compiled step (coordinates are the tangent space); with quaternions the stages are evaluated at
-their normalised rotations and tangent vectors at nearby states are identified, an error of order h^2 |omega|^2
-relative to the step's rotation terms (stated, and measured in tests/runtime/test_linearize.py).
+their normalised rotations and tangent vectors at nearby states are identified (measured against central
+differences of a compiled step in tests/algorithms/test_derivatives.py).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..model import JOINT_TYPES, QUATERNION_JOINTS
+from ..model import QUATERNION_JOINTS
 
 
 def quaternion_slots(model):
@@ -34,32 +35,6 @@ def quaternion_slots(model):
             o = QUATERNION_JOINTS[j.type]
             out.append((iq + o, iv + o))
     return out
-
-
-def qdot(model, Q, U):
-    """Coordinate rates of B states (rows): u itself, and 1/2 q (x) (0, omega) for the quaternions."""
-    Q, U = np.atleast_2d(Q), np.atleast_2d(U)
-    out = np.empty_like(Q)
-    for j, (iq, iv) in zip(model.joints, model.q_offsets()):
-        nq, nv = JOINT_TYPES[j.type][:2]
-        if j.type not in QUATERNION_JOINTS:
-            out[:, iq:iq + nq] = U[:, iv:iv + nv]
-            continue
-        o = QUATERNION_JOINTS[j.type]
-        out[:, iq:iq + o] = U[:, iv:iv + o]
-        w, x, y, z = (Q[:, iq + o + k] for k in range(4))
-        a, b, c = (U[:, iv + o + k] for k in range(3))
-        out[:, iq + o:iq + o + 4] = 0.5 * np.stack([-x * a - y * b - z * c, w * a + y * c - z * b,
-                                                    w * b + z * a - x * c, w * c + x * b - y * a], axis=1)
-    return out
-
-
-def normalized(model, Q):
-    """Copies of the rows of Q with unit quaternions."""
-    Q = np.array(Q, dtype=float, copy=True)
-    for oq, _ in quaternion_slots(model):
-        Q[:, oq:oq + 4] /= np.linalg.norm(Q[:, oq:oq + 4], axis=1, keepdims=True)
-    return Q
 
 
 def kinematic_block(model, U):
@@ -87,33 +62,3 @@ def continuous(kernel, model, Q, U, TAU, t, threads=None):
     B = np.zeros((nb, 2 * nv, nv))
     B[:, nv:, :] = minv
     return A, B
-
-
-def rk4_step(kernel, model, Q, U, TAU, t, h, threads=None):
-    """Jacobians (A_d: B x 2nv x 2nv, B_d: B x 2nv x nv) of one compiled RK4 step of size h from B states."""
-    Q, U = np.atleast_2d(np.asarray(Q, float)), np.atleast_2d(np.asarray(U, float))
-    nq = Q.shape[1]
-    nb, nv = U.shape
-    X = np.hstack([Q, U])
-    I = np.eye(2 * nv)
-    Ad, Bd = np.zeros((nb, 2 * nv, 2 * nv)), np.zeros((nb, 2 * nv, nv))
-    Kx, Kb = None, None
-    xs = X
-    for s, (c, w) in enumerate(((0.0, 1.0), (0.5, 2.0), (0.5, 2.0), (1.0, 1.0))):
-        if s:                                      # the stage state, as the compiled step forms it
-            xs = X + c * h * k
-        qs, us = xs[:, :nq], xs[:, nq:]
-        ts = t + c * h
-        J, Bs = continuous(kernel, model, normalized(model, qs), us, TAU, ts, threads)
-        if s == 0:
-            Kx, Kb = J, Bs
-        else:
-            Kx = J @ (I + c * h * Kx)
-            Kb = J @ (c * h * Kb) + Bs
-        Ad += w * Kx
-        Bd += w * Kb
-        if s == 3:
-            break
-        udot = kernel.forward_dynamics_batch(qs, us, TAU, ts, None, threads)
-        k = np.hstack([qdot(model, qs, us), udot])
-    return I + h / 6.0 * Ad, h / 6.0 * Bd

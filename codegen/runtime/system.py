@@ -182,15 +182,17 @@ class System(Derivatives):
         if isinstance(nsteps, bool) or not isinstance(nsteps, (int, np.integer)):
             raise ValueError(f"nsteps: expected an integer >= 0, got {nsteps!r}")
         if sensitivities:
-            self._derivative_kernel("rollout(sensitivities=True)")
-        q, u, fail = self.kernel.rollout(q0, u0, int(nsteps), float(dt), tau, integrator, threads)
+            if integrator != "rk4":
+                raise ValueError(f"rollout: integrator '{integrator}' not supported (rk4)")
+            q, u, A, B, fail = self._derivative_kernel("rollout(sensitivities=True)").rollout_sensitivities(
+                q0, u0, int(nsteps), float(dt), tau, threads)
+        else:
+            q, u, fail = self.kernel.rollout(q0, u0, int(nsteps), float(dt), tau, integrator, threads)
         bad = np.flatnonzero(np.isfinite(fail))
         if bad.size:
             warnings.warn(f"rollout: {bad.size} of {len(fail)} rollouts diverged (first: rollout {bad[0]} at "
                           f"t = {fail[bad[0]]:.6g}); their rows from there on are NaN", RuntimeWarning, stacklevel=2)
-        if sensitivities:
-            return (q, u) + self._rollout_sensitivities(q, u, tau, float(dt), threads)
-        return q, u
+        return (q, u, A, B) if sensitivities else (q, u)
 
     def mass_matrix(self, q) -> np.ndarray:
         """Joint-space mass matrix (dense algorithm: CRBA; otherwise column by column from RNEA)."""
