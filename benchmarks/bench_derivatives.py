@@ -48,6 +48,7 @@ sys.path.insert(0, str(ROOT / "tests" / "support"))      # peers_from_file: pino
 
 import codegen  # noqa: E402
 from codegen.models import chain  # noqa: E402
+from bench_calls import python_batch  # noqa: E402
 from bench_recursive import estimate, interleaved, machine_info, pin_chain  # noqa: E402
 
 TOL = 1e-9                  # |ours - pin| <= TOL * max(1, max |pin|), per matrix
@@ -69,18 +70,6 @@ class VerificationError(RuntimeError):
 
 
 # ---------------------------------------------------------------------------------------------- batch runners
-def python_batch(f):
-    """CPU seconds of this thread per call of f() over reps calls in a Python loop (the thread's clock, as in
-    bench_calls.py: time slices lost to other processes on the shared machine do not count; every call timed here
-    is single-threaded)."""
-    def run(reps):
-        t0 = time.thread_time()
-        for _ in range(reps):
-            f()
-        return (time.thread_time() - t0) / reps
-    return run
-
-
 def loop_batch(g):
     """CPU seconds of this thread per call of a compiled loop g(reps) (one Python call per batch)."""
     def run(reps):
@@ -380,7 +369,7 @@ def bench_case(case: dict, args, cfg, harness) -> dict:
     if "force_elements" in case:
         row["force_elements"] = case["force_elements"]
     t0 = time.perf_counter()
-    s = codegen.build(m, "recursive", ref_point=REF_POINT, cache_dir=args.cache_dir)
+    s = codegen.build(m, "recursive", ref_point=REF_POINT, cache_dir=args.cache_dir, derivatives=True)
     row["build"] = {"key": s.build_info["key"], "cache_hit": bool(s.build_info["hit"]),
                     "generate_s": s.build_info["generate_s"], "compile_s": s.build_info["compile_s"],
                     "build_wall_s": time.perf_counter() - t0}
@@ -630,7 +619,7 @@ def markdown(doc) -> str:
          + (f" plus uncommitted changes of {', '.join(src['dirty_generator_files'])} (diff sha256 "
             f"{src['diff_sha256']})" if src.get("dirty_generator_files") else ", generator clean")
          + "; the build keys are in the JSON",
-         f"- ours: `codegen.build(model, 'recursive', ref_point='{REF_POINT}')` (kernels at -O3 -march=native); "
+         f"- ours: `codegen.build(model, 'recursive', ref_point='{REF_POINT}', derivatives=True)` (kernels at -O3 -march=native); "
          f"{doc['config']['repeats']} rounds, each runner's batch of ~{doc['config']['batch_time']} s once per round "
          "(round robin), medians of the thread's CPU time (`time.thread_time`) per call",
          "- models: `codegen.models.chain(n)` (pinocchio: `bench_recursive.pin_chain`, JointModelRZ) and "

@@ -173,7 +173,7 @@ class ILQR:
 
 def run(quick=False, out=None, iterations=None, system=None, verbose=True):
     say = print if verbose else (lambda *a, **k: None)
-    s = system or codegen.build(codegen.load_model(MODEL), "recursive")
+    s = system or codegen.build(codegen.load_model(MODEL), "recursive", derivatives=True)
     s.set_feedback(None)                          # the bare plant (a memoised system may hold a gain)
     n = int(round(T_HORIZON / DT))
     x0 = np.array([0.0, math.pi, 0.0, 0.0])       # hanging down, at rest

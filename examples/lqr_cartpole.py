@@ -87,7 +87,7 @@ def pole_settling_time(eig, h, frac=0.02):
 def run(quick=False, out=None, theta0=0.2, t_end=None, gif=None, system=None, verbose=True):
     """The whole example; returns a dict of the numbers and arrays (the test reads it)."""
     say = print if verbose else (lambda *a, **k: None)
-    s = system or codegen.build(codegen.load_model(MODEL), "recursive")
+    s = system or codegen.build(codegen.load_model(MODEL), "recursive", derivatives=True)
     nv = s.nv
     q_eq, u_eq = np.zeros(s.nq), np.zeros(nv)
     x_ref = np.concatenate([q_eq, u_eq])

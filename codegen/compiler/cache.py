@@ -140,10 +140,10 @@ def code_pattern(model, algorithm: str):
     return f() if f is not None else None
 
 
-def build_key(model, algorithm: str, options: dict) -> str:
+def build_key(model, algorithm: str, options: dict, derivatives: bool = False) -> str:
     payload = json.dumps({"topology": model.topology_key(), "pattern": code_pattern(model, algorithm),
                           "names": names_key(model),
-                          "algorithm": algorithm, "options": options,
+                          "algorithm": algorithm, "options": options, "derivatives": bool(derivatives),
                           "generator": __version__, "sources": _source_fingerprint(),
                           "toolchain": _toolchain_fingerprint(), "cpu": cpu_fingerprint()}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:20]
@@ -188,8 +188,10 @@ def resolve_options(algorithm: str, **options) -> dict:
     return family(algorithm).resolve_options(**options)
 
 
-def build_module(model, algorithm: str = "recursive", cache_dir=None, progress: bool = False, **options):
-    """Generate and compile (or fetch from the cache) the kernel module for a model.
+def build_module(model, algorithm: str = "recursive", cache_dir=None, progress: bool = False,
+                 derivatives: bool = False, **options):
+    """Generate and compile (or fetch from the cache) the kernel module for a model; derivatives: with the
+    derivative kernels (templates/shared/derivatives.pyx.j2: about 40 % more compile time, so only on request).
 
     Returns (module, info) where info holds the key, paths, timings and the resolved options.
     """
@@ -197,10 +199,12 @@ def build_module(model, algorithm: str = "recursive", cache_dir=None, progress: 
     options = fam.resolve_options(**options)
     if fam.check is not None:
         fam.check(model)
-    key = build_key(model, algorithm, options)
-    mod, info = cached_module(key, f"mbgen_{algorithm}_{key}", f"build {model.name} [{algorithm}]",
-                              lambda: render(fam, fam.make_plan(model), options, key), cache_dir, progress,
-                              meta={"model": model.name, "algorithm": algorithm, "options": options})
+    key = build_key(model, algorithm, options, derivatives)
+    label = f"build {model.name} [{algorithm}{', derivatives' if derivatives else ''}]"
+    mod, info = cached_module(key, f"mbgen_{algorithm}_{key}", label,
+                              lambda: render(fam, fam.make_plan(model), options, key, derivatives), cache_dir,
+                              progress, meta={"model": model.name, "algorithm": algorithm, "options": options,
+                                              "derivatives": bool(derivatives)})
     info["options"] = options
     return mod, info
 

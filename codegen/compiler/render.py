@@ -48,9 +48,11 @@ def names_key(model) -> str:
     return hashlib.sha256(json.dumps(names).encode()).hexdigest()
 
 
-def render(fam: Family, plan, options: dict, key: str) -> str:
-    """The Cython source of one model for one family (header: version, build hash, roadmap)."""
+def render(fam: Family, plan, options: dict, key: str, derivatives: bool = False) -> str:
+    """The Cython source of one model for one family (header: version, build hash, roadmap); derivatives: with
+    the derivative kernels of rigid trees."""
     tpl = template_env().get_template(fam.template)
     return tpl.render(version=__version__, build_hash=key, model_name=plan.model.name, algorithm=fam.name,
+                      derivatives=derivatives,
                       options=", ".join(f"{k}={v}" for k, v in options.items()) or "-", options_repr=repr(options),
                       **options, **fam.template_vars(plan, options))

@@ -34,7 +34,23 @@ class Derivatives:
         if self.model.point_springs:
             raise ValueError(f"{what}: not available with point-to-point spring-dampers "
                              f"({', '.join(p.name for p in self.model.point_springs)}): their partials are not derived")
-        return self.kernel
+        return self.derivative_kernel
+
+    @property
+    def derivative_kernel(self):
+        """The compiled kernel with the derivatives: the system's own when built with derivatives=True, else the same
+        model and options built once more with them on first use (cached like every build), with this system's
+        numbers, hook and feedback."""
+        if self._dkernel is None:
+            from ..compiler import build_module
+            mod, _ = build_module(self.model, self.family.name, derivatives=True, **self._build_args, **self.options)
+            k = getattr(mod, self.family.kernel_class)()
+            k.set_params(self.plan.params())
+            k.set_hook(self.model.tau_hook)
+            if self.feedback is not None:
+                k.set_feedback(*self.feedback)
+            self._dkernel = k
+        return self._dkernel
 
     def inverse_dynamics_derivatives(self, q, u, udot, out=None):
         """(dtau/dq, dtau/du, M), each nv x nv, of tau = inverse_dynamics(q, u, udot); dtau/dudot = M. q in the
@@ -88,6 +104,8 @@ class Derivatives:
         if self.beams or self.grcr:
             raise ValueError("set_feedback: rigid-body trees of the recursive, dense, mstmm and cfa algorithms only")
         self.kernel.set_feedback(K, x_ref, tau_ref)
+        if self._dkernel is not None and self._dkernel is not self.kernel:
+            self._dkernel.set_feedback(K, x_ref, tau_ref)
         nv = self.nv
         self.feedback = None if K is None else (
             np.array(K, float).reshape(nv, 2 * nv),

@@ -31,7 +31,7 @@ class System(Derivatives):
     """
 
     def __init__(self, model, algorithm: Optional[str] = None, cache_dir=None, progress: bool = False,
-                 **options):
+                 derivatives: bool = False, **options):
         self.model = model
         self.beams = isinstance(model, BeamModel)
         if self.beams:
@@ -46,10 +46,12 @@ class System(Derivatives):
         self.grcr = self.family.name == "grcr"
         dependents = options.pop("dependents", None) if self.grcr else None
         self.module, self.build_info = build_module(model, self.family.name, cache_dir=cache_dir,
-                                                    progress=progress, **options)
+                                                    progress=progress, derivatives=derivatives, **options)
+        self._build_args = {"cache_dir": cache_dir, "progress": progress}
         self.options = dict(self.build_info["options"])
         self.plan = self.family.make_plan(model)
         self.kernel = getattr(self.module, self.family.kernel_class)()
+        self._dkernel = self.kernel if derivatives else None     # the kernel with the derivatives (on first use)
         self.kernel.set_params(self.plan.params())
         if self.beams:
             self.kernel.set_method(BEAM_METHODS.index(algorithm))
@@ -111,9 +113,10 @@ class System(Derivatives):
                              "which joint frames are unrotated) and the new numbers differ there: build a new System")
         self.model, self.plan = model, plan
         self._K = None
-        self.kernel.set_params(self.plan.params())
-        if not self.beams:
-            self.kernel.set_hook(model.tau_hook)
+        for k in {id(x): x for x in (self.kernel, self._dkernel) if x is not None}.values():
+            k.set_params(self.plan.params())
+            if not self.beams:
+                k.set_hook(model.tau_hook)
         if self.grcr:                       # the new numbers' initial state, ranks and dependents
             grcr.setup(self, getattr(self, "dependents_spec", "auto"))
 
@@ -122,6 +125,8 @@ class System(Derivatives):
         self._rigid("set_hook")
         self.model.tau_hook = hook
         self.kernel.set_hook(hook)
+        if self._dkernel is not None:
+            self._dkernel.set_hook(hook)
 
     def set_algorithm(self, algorithm: str):
         """Beam models: switch between the O(n) recursion ('rancf') and the dense reference ('dense')."""

@@ -20,7 +20,7 @@ def load_example(name):
 
 @pytest.fixture(scope="module")
 def cartpole():
-    return get_system(codegen.load_model(EXAMPLES / "cartpole.yaml"))
+    return get_system(codegen.load_model(EXAMPLES / "cartpole.yaml"), derivatives=True)
 
 
 @pytest.fixture(scope="module")
