@@ -25,6 +25,8 @@ DESCRIPTIONS = {
 
 # what each family offers of forward/inverse_dynamics_derivatives, linearize and rollout sensitivities
 DERIVATIVES = {"grcr": "no (closed loops: build the tree with recursive)", "rancf": "no (flexible beams)"}
+DERIVATIVES_TREES = ("analytical (trees without cut joints or point springs; compiled with build(..., derivatives=True) "
+                     "or on first use)")
 
 
 def register(sub):
@@ -91,7 +93,7 @@ def print_algorithms():
         print(f"  {'joint types:' if f.models == 'tree' else 'connections:'} {', '.join(f.joint_types)}")
         print(f"  options:     {opts}")
         print(f"  integrators: {', '.join(f.integrators)}")
-        print(f"  derivatives: {DERIVATIVES.get(f.name, 'analytical (trees; not for cut joints or point springs)')}")
+        print(f"  derivatives: {DERIVATIVES.get(f.name, DERIVATIVES_TREES)}")
         print(f"  template:    templates/{f.template}")
 
 
