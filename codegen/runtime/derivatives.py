@@ -54,12 +54,13 @@ class Derivatives:
 
     def inverse_dynamics_derivatives(self, q, u, udot, out=None):
         """(dtau/dq, dtau/du, M), each nv x nv, of tau = inverse_dynamics(q, u, udot); dtau/dudot = M. q in the
-        tangent space (class docstring). ``out``: three nv x nv float64 arrays to write into."""
+        tangent space (class docstring). ``out``: a tuple of three nv x nv float64 arrays to write into."""
         return self._derivative_kernel("inverse_dynamics_derivatives").inverse_dynamics_derivatives(q, u, udot, out)
 
     def forward_dynamics_derivatives(self, q, u, tau=None, t: float = 0.0, out=None):
         """(dudot/dq, dudot/du, M^-1), each nv x nv, of udot = forward_dynamics(q, u, tau, t); dudot/dtau = M^-1.
-        The model's force elements are included (joint spring-dampers, time functions). ``out``: three arrays."""
+        The model's force elements are included (joint spring-dampers, time functions). ``out``: a tuple of three
+        arrays."""
         return self._derivative_kernel("forward_dynamics_derivatives").forward_dynamics_derivatives(q, u, tau, t, out)
 
     def forward_dynamics_derivatives_batch(self, Q, U, TAU=None, out=None, threads=None, t: float = 0.0):

@@ -11,7 +11,6 @@ from codegen.models import chain, random_state, random_tree
 from support.peers_from_file import DictPeer
 from support.systems import EXAMPLES, get_system, rel_err
 from support.tangent import central_jacobian, minus, pin_v_order, plus
-from test_runs import alternating_tree
 
 TOL_FD = 1e-6           # against central differences (h = 1e-6)
 TOL_PIN = 1e-9          # against pinocchio
@@ -73,38 +72,6 @@ def test_matches_pinocchio():
             assert rel_err(a, b) < TOL_PIN
 
 
-def test_every_rigid_family_agrees():
-    """The 60-body alternating tree of test_runs (every joint type but free): dense and recursive (origin) give the
-    same derivatives to round-off (mstmm, the joint point and the centroid below; every family shares the derivative
-    passes of templates/shared, only the forward dynamics differ), and they equal central differences."""
-    m = alternating_tree(60, seed=5)
-    systems = [get_system(m, "dense"), get_system(m, "recursive", ref_point="origin")]
-    rng = np.random.default_rng(4)
-    q, u = random_state(m, rng)
-    tau, ud = rng.normal(size=m.nv), rng.normal(size=m.nv)
-    ref_id = systems[0].inverse_dynamics_derivatives(q, u, ud)
-    ref_fd = systems[0].forward_dynamics_derivatives(q, u, tau)
-    Gq, Gu = fd_inverse(systems[0], q, u, ud)
-    assert rel_err(ref_id[0], Gq) < TOL_FD and rel_err(ref_id[1], Gu) < TOL_FD
-    for s in systems[1:]:
-        for a, b in zip(s.inverse_dynamics_derivatives(q, u, ud), ref_id):
-            assert rel_err(a, b) < 1e-12, s.algorithm
-        for a, b in zip(s.forward_dynamics_derivatives(q, u, tau), ref_fd):
-            assert rel_err(a, b) < 1e-9, s.algorithm
-    Fq, Fu = fd_forward(systems[0], q, u, tau)
-    assert rel_err(ref_fd[0], Fq) < TOL_FD and rel_err(ref_fd[1], Fu) < TOL_FD
-    assert rel_err(ref_fd[2], np.linalg.inv(systems[0].mass_matrix(q))) < 1e-10
-    k = systems[0].derivative_kernel            # nv = 102: the articulated solve; the dense tail gives the same
-    k.set_derivative_method(0)
-    try:
-        for a, b in zip(systems[0].forward_dynamics_derivatives(q, u, tau), ref_fd):
-            assert rel_err(a, b) < 1e-10
-    finally:
-        k.set_derivative_method(1)
-    with pytest.raises(ValueError, match="derivative method"):
-        k.set_derivative_method(2)
-
-
 @pytest.fixture(scope="module")
 def floating():
     """Free base, every joint type, three free joints inside the tree (the mstmm tests' model)."""
@@ -136,6 +103,31 @@ def sprung():
     return codegen.model_from_dict(m.to_dict())
 
 
+def test_families_and_solvers_agree(sprung):
+    """dense and recursive (centroid) give the same derivatives to round-off (every family shares the derivative
+    passes of templates/shared; only their forward dynamics differ; mstmm and the joint point are above), and the
+    articulated solve of large models gives what the dense tail gives."""
+    den, rec = get_system(sprung, "dense"), get_system(sprung, "recursive", ref_point="centroid")
+    rng = np.random.default_rng(4)
+    q, u = random_state(sprung, rng)
+    tau, ud = rng.normal(size=sprung.nv), rng.normal(size=sprung.nv)
+    ref_id = den.inverse_dynamics_derivatives(q, u, ud)
+    ref_fd = den.forward_dynamics_derivatives(q, u, tau, 0.1)
+    for a, b in zip(rec.inverse_dynamics_derivatives(q, u, ud), ref_id):
+        assert rel_err(a, b) < 1e-12
+    for a, b in zip(rec.forward_dynamics_derivatives(q, u, tau, 0.1), ref_fd):
+        assert rel_err(a, b) < 1e-10
+    k = den.derivative_kernel                   # nv = 22: the dense tail; the articulated solve gives the same
+    k.set_derivative_method(1)
+    try:
+        for a, b in zip(den.forward_dynamics_derivatives(q, u, tau, 0.1), ref_fd):
+            assert rel_err(a, b) < 1e-10
+    finally:
+        k.set_derivative_method(0)
+    with pytest.raises(ValueError, match="derivative method"):
+        k.set_derivative_method(2)
+
+
 def test_force_elements_are_differentiated(sprung):
     s = get_system(sprung, "recursive", ref_point="centroid")
     assert sprung.springs and sprung.joint_forces
@@ -160,7 +152,8 @@ def test_batch_equals_single_calls(sprung):
         for x, y in zip(ib, s.inverse_dynamics_derivatives(Q[b], U[b], T[b])):
             assert np.array_equal(x[b], y)
     out = tuple(np.zeros((s.nv, s.nv)) for _ in range(3))
-    assert s.forward_dynamics_derivatives(Q[0], U[0], T[0], 0.2, out=out) is not None and np.array_equal(out[0], fb[0][0])
+    assert s.forward_dynamics_derivatives(Q[0], U[0], T[0], 0.2, out=out) is out
+    assert np.array_equal(out[0], fb[0][0])
     with pytest.raises(ValueError, match="out must be a tuple of three"):
         s.forward_dynamics_derivatives(Q[0], U[0], out=(np.zeros(3),))
 
