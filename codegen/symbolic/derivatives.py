@@ -23,7 +23,8 @@ Kernels (one Cython helper each):
     dworld      world pose and inertia of body j: A_j = A_i E^T, p_j = p_i + A_i rr (E, rr from the RNEA's local
                 transform), Y_j about the world origin                                      [CM eq 9]
     dcolumn     world joint column S = (A s_v + p x A s_w ; A s_w) of a child-frame column (s_v; s_w)
-    dcol_terms  dV/dq = vb x S, dA/dq = ab x S + vb x dV/dq, dA/du = (vb + va) x S          [CM eqs 10-12]
+    dcol_terms  dV/dq = vb x S, dA/du = (vb + va) x S                                   [CM eqs 10-11]
+    dacc_term   dA/dq = ab x S + vb x dV/dq                                              [CM eq 12]
     dvelocity   the inertia variation B x = Y (x x v) + v x* (Y x) + x x* h, h = Y v            [CM eq 13]
     dforce      f = Y a + v x* (Y v), a with gravity                                         [CM eq 9]
     dinertia    the 6x6 matrix of Y (start of the articulated inertia)                       [RBDA 7.3]
@@ -135,17 +136,22 @@ def dcolumn() -> Kernel:
 
 
 def dcol_terms() -> Kernel:
-    k = _Kr("dcol_terms", "[CM eqs 10-12]",
-            "Partials of the velocity and acceleration of the frames after DOF d with respect to q_d and u_d "
-            "(vb, ab: velocity and acceleration of the frame before d's group, gravity in ab; va: after it): "
-            "dVq = vb x S, dAq = ab x S + vb x dVq, dAv = (vb + va) x S.",
-            (Arg("vb", 6, "in"), Arg("ab", 6, "in"), Arg("va", 6, "in"), Arg("S", 6, "in"),
-             Arg("dVq", 6, "out"), Arg("dAq", 6, "out"), Arg("dAv", 6, "out")))
-    vb, ab, va, S = arr("vb", 6), arr("ab", 6), arr("va", 6), arr("S", 6)
-    dV = k.lets_vec("dv", list(mcross(vb, S)))
-    k.out("dVq", list(dV))
-    k.out("dAq", list(mcross(ab, S) + mcross(vb, dV)))
+    k = _Kr("dcol_terms", "[CM eqs 10-11]",
+            "Velocity partials of the frames after DOF d with respect to q_d and u_d (vb: velocity of the frame "
+            "before d's group; va: after it): dVq = vb x S, dAv = (vb + va) x S.",
+            (Arg("vb", 6, "in"), Arg("va", 6, "in"), Arg("S", 6, "in"), Arg("dVq", 6, "out"), Arg("dAv", 6, "out")))
+    vb, va, S = arr("vb", 6), arr("va", 6), arr("S", 6)
+    k.out("dVq", list(mcross(vb, S)))
     k.out("dAv", list(mcross(vb + va, S)))
+    return k
+
+
+def dacc_term() -> Kernel:
+    k = _Kr("dacc_term", "[CM eq 12]",
+            "Acceleration partial of the frames after DOF d with respect to q_d (ab: acceleration of the frame before "
+            "d's group, gravity and ud in it): dAq = ab x S + vb x dVq.",
+            (Arg("vb", 6, "in"), Arg("ab", 6, "in"), Arg("S", 6, "in"), Arg("dVq", 6, "in"), Arg("dAq", 6, "out")))
+    k.out("dAq", list(mcross(arr("ab", 6), arr("S", 6)) + mcross(arr("vb", 6), arr("dVq", 6))))
     return k
 
 
@@ -207,7 +213,8 @@ def mcross_kernel() -> Kernel:
 
 def derivative_kernel_objects() -> Tuple[Kernel, ...]:
     """The sympy kernels of the derivative passes (for the tests: ``Kernel.evaluate``)."""
-    return (dworld(), dcolumn(), dcol_terms(), dvelocity(), dforce(), dinertia(), dforce_col(), mcross_kernel())
+    return (dworld(), dcolumn(), dcol_terms(), dacc_term(), dvelocity(), dforce(), dinertia(), dforce_col(),
+            mcross_kernel())
 
 
 @lru_cache(maxsize=None)
