@@ -23,6 +23,13 @@ def family(name: str, model=None) -> Family:
             raise BuildError(f"algorithm '{name}' solves trees; this model closes loops with cut joints "
                              f"({', '.join(c.name for c in model.cuts)}): use "
                              f"{' or '.join(f.name for f in FAMILIES.values() if f.loops)}")
+        arm = [j for j in getattr(model, "joints", ()) if getattr(j, "armature", None) is not None
+               and j.type not in fam.armature]
+        if arm:
+            takes = [f.name for f in FAMILIES.values() if all(j.type in f.armature for j in arm)]
+            raise BuildError(f"algorithm '{name}' does not model armature on {arm[0].type} joints (joint "
+                             f"{arm[0].name!r}{f' and {len(arm) - 1} more' if len(arm) > 1 else ''}): use "
+                             f"{' or '.join(takes)}")
     return fam
 
 

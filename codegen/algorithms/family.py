@@ -29,6 +29,7 @@ class Family:
     kernel_class: str = "System"     # the cdef class of the generated module
     check: Callable = None           # model -> None or raise BuildError (limits of the method)
     loops: bool = False              # takes closed loops (cut joints, the model's `loops:` section)
+    armature: Tuple[str, ...] = ()   # joint types whose armature (rotor inertia) it models
 
     def resolve_options(self, **options) -> dict:
         out = {}

@@ -7,7 +7,8 @@ The plan turns a validated Model into
     (``ksegments``); each becomes one loop in the generated code that calls the kind's helper. Beyond MAX_RUNS
     runs (kinds that alternate along the tree) a pass is one loop that dispatches on the body's kind code, so
     the generated code's size never grows with the body count,
-  * the flat parameter vector ``p`` with the numbers (masses, placements, spring constants): an input
+  * the flat parameter vector ``p`` with the numbers (gravity; per body placements, mass, centroid, inertia;
+    the armature of every velocity coordinate; the force elements' constants): an input
     of the compiled module, so changing a number never rebuilds.
 
 Frames. The user's joint frame on the parent side is turned by K so the joint axis is z (canonical
@@ -145,7 +146,8 @@ class Plan:
     # ------------------------------------------------------------ parameters
     def _layout_forces(self):
         m = self.model
-        off = 3 + NP_BODY * self.nb
+        self.arm_off = 3 + NP_BODY * self.nb              # armature: one number per velocity coordinate
+        off = self.arm_off + self.nv
         self.forces: List[ForceTerm] = []
         jidx = {j.name: k for k, j in enumerate(m.joints)}
         for s in m.springs:
@@ -202,6 +204,7 @@ class Plan:
             p[o + 13:o + 16] = gr.T @ (b.com - gp)                 # rho in the ref frame
             p[o + 16:o + 25] = (gr.T @ b.inertia @ gr).ravel()     # J' in the ref frame
             p[o + 25:o + 34] = gr.T.ravel()                        # Kout: A_user = A_ref Kout
+        p[self.arm_off:self.arm_off + self.nv] = m.armature
         fi = iter(self.forces)
         for s in m.springs:
             o = next(fi).index
@@ -269,6 +272,7 @@ def template_vars(plan: Plan, work_size: int) -> dict:
                 joint_kinds=sorted(dict(ck for s in plan.segments for ck in s.kinds).items()),
                 body=body_kernels(kinds),
                 point_forces=any(f.kind == "point" for f in plan.forces), loops=False, nb=plan.nb, nq=plan.nq, nv=plan.nv, np=plan.np, npb=NP_BODY, roadmap=plan.roadmap(),
+                parm=plan.arm_off,
                 segments=plan.segments, parent=plan.parent, iq=plan.iq, iv=plan.iv, quat=plan.quat_offsets,
                 jcalc={t: jcalc_code(t) for t in plan.joint_types_used}, forces=plan.forces,
                 work_size=work_size + 8, types_nv=[(t, JOINT_TYPES[t][1]) for t in plan.joint_types_used],

@@ -91,6 +91,8 @@ def print_algorithms():
         print(f"  paper:       {f.paper}")
         print(f"  models:      {'flexible planar beams' if f.models != 'tree' else 'rigid-body trees and closed loops (cut joints)' if f.loops else 'rigid-body trees'}")
         print(f"  {'joint types:' if f.models == 'tree' else 'connections:'} {', '.join(f.joint_types)}")
+        if f.models == "tree":
+            print(f"  armature:    {', '.join(f.armature) if f.armature else 'no (refused by name)'}")
         print(f"  options:     {opts}")
         print(f"  integrators: {', '.join(f.integrators)}")
         print(f"  derivatives: {DERIVATIVES.get(f.name, DERIVATIVES_TREES)}")

@@ -65,6 +65,7 @@ class Joint:
     axis2: Optional[np.ndarray] = None     # universal 2nd axis (joint frame, at zero angles)
     q0: Optional[np.ndarray] = None
     u0: Optional[np.ndarray] = None
+    armature: Optional[np.ndarray] = None  # rotor inertia per velocity coordinate (nv), added to M's diagonal
 
     @property
     def nq(self) -> int:
@@ -165,6 +166,12 @@ class Model:
     def velocity_names(self) -> List[str]:
         return [f"{j.name}.{c}" for j in self.joints for c in JOINT_TYPES[j.type][3]]
 
+    @property
+    def armature(self) -> np.ndarray:
+        """Rotor inertia per velocity coordinate (zeros where a joint has none)."""
+        return np.concatenate([j.armature if j.armature is not None else np.zeros(j.nv) for j in self.joints] +
+                              [np.zeros(0)])
+
     def q_offsets(self):
         iq, iv, out = 0, 0, []
         for j in self.joints:
@@ -202,6 +209,20 @@ def _f(x):
     return [_f(v) for v in x] if isinstance(x, (list, tuple, np.ndarray)) else float(x)
 
 
+def _armature(j: Joint, src, fld) -> Optional[np.ndarray]:
+    """A joint's armature: one number for every velocity coordinate, or one per coordinate; >= 0; None when all
+    are zero (the kernels then carry zeros)."""
+    if not j.nv:
+        raise ModelError(f"a {j.type} joint has no velocity coordinate to carry armature", src, fld)
+    a = j.armature
+    if isinstance(a, (int, float, np.floating, np.integer)) and not isinstance(a, bool):
+        a = [a] * j.nv
+    a = _vec(a, j.nv, src, fld)
+    if np.any(a < 0):
+        raise ModelError(f"armature must be >= 0, got {_short(a.tolist())}", src, fld)
+    return a if np.any(a) else None
+
+
 def model_dict(model: Model) -> dict:
     """Everything of a Model as the YAML schema (README "Model files"): loads back to the same model."""
     def frame(p):
@@ -217,7 +238,7 @@ def model_dict(model: Model) -> dict:
     for j in model.joints + model.cuts:
         e = {"name": j.name, "type": j.type, "parent": j.parent, "child": j.child,
              "parent_frame": frame(j.parent_frame), "child_frame": frame(j.child_frame)}
-        for k in ("axis", "axis2", "q0", "u0"):
+        for k in ("axis", "axis2", "q0", "u0", "armature"):
             if getattr(j, k) is not None:
                 e[k] = _f(getattr(j, k))
         d.setdefault("loops" if id(j) in cut_ids else "joints", []).append(e)
@@ -318,6 +339,8 @@ def validate(model: Model) -> None:
                 j.q0[o:o + 4] = _normalised(j.q0[o:o + 4], src, f + ".q0", "quaternion part of q0 must be non-zero")
         if j.u0 is not None:
             j.u0 = _vec(j.u0, j.nv, src, f + ".u0")
+        if j.armature is not None:
+            j.armature = _armature(j, src, f + ".armature")
 
     _check_rotations(rots, src, rot_fields)
     for b in model.bodies:
@@ -462,6 +485,8 @@ def _check_cuts(model: Model, names: dict) -> None:
                                  (f" (nor '{GROUND}')" if side == "parent" else ""), src, f"{f}.{side}")
         if c.parent == c.child:
             raise ModelError("a loop-closing joint needs two different bodies", src, f + ".child")
+        if c.armature is not None:
+            raise ModelError("a loop-closing joint has no coordinates to carry armature", src, f + ".armature")
         if c.q0 is not None or c.u0 is not None:
             raise ModelError("a loop-closing joint has no coordinates of its own (it adds constraints; its "
                              "coordinate follows from the tree's)", src, f + (".q0" if c.q0 is not None else ".u0"))

@@ -16,10 +16,12 @@ Mapping:
   here each joint but the last gets a massless helper body ``BODY.JOINT`` (zero inertia), so the joints form a
   chain with exactly that kinematics.
 * hinge and slide ``stiffness``/``springref`` and ``damping`` -> joint spring-dampers (as MuJoCo's passive forces).
+* ``armature`` (``dof_armature``) -> the joint's armature, per velocity coordinate (added to the mass matrix's
+  diagonal, as MuJoCo does).
 * gravity: ``opt.gravity`` (zero if the file disables gravity).
 
 Refused with a message (they change the dynamics and have no counterpart here): equality constraints (closed
-loops and couplings; loops with cut joints are planned), tendons, armature, friction loss, gravity compensation,
+loops and couplings; loops with cut joints are planned), tendons, friction loss, gravity compensation,
 fluid forces, stiffness or damping of ball and free joints. Contacts (some pair of geoms can touch) and actuators
 are refused too, unless ``ignore_contacts`` / ``ignore_actuators``: then the model is simulated without them and a
 ``ModelWarning`` says so. Joint limits are ignored (as for URDF). Box, cylinder, capsule and sphere geoms are kept
@@ -116,7 +118,7 @@ def model_from_mjmodel(mj, path: str = "<mjcf>", ignore_contacts: bool = False,
                         "loops with cut joints are planned)")
     if mj.ntendon:
         problems.append(f"{mj.ntendon} tendons")
-    for what, arr in (("armature", mj.dof_armature), ("friction loss", mj.dof_frictionloss)):
+    for what, arr in (("friction loss", mj.dof_frictionloss),):
         bad = [jnames[mj.dof_jntid[i]] for i in np.flatnonzero(arr)]
         if bad:
             problems.append(f"{what} on joints {listing(dict.fromkeys(bad))} (set it to 0)")
@@ -191,8 +193,10 @@ def model_from_mjmodel(mj, path: str = "<mjcf>", ignore_contacts: bool = False,
                 elif jt == "prismatic":
                     fpos = fpos - frot @ axis * q0[0]
                 pf, cf = Placement(fpos, frot), Placement(a, np.eye(3))
+            adr = int(mj.jnt_dofadr[j])
+            arm = np.array(mj.dof_armature[adr:adr + {"free": 6, "spherical": 3}.get(jt, 1)], float)
             joints.append(Joint(jnames[j], jt, par, child, pf, cf, axis=axis if jt in ("revolute", "prismatic")
-                                else None, q0=q0.copy()))
+                                else None, q0=q0.copy(), armature=arm if np.any(arm) else None))
             if k < len(ids) - 1:
                 bodies.append(Body(child, 0.0, np.zeros(3), np.zeros((3, 3))))
             par = child

@@ -202,10 +202,16 @@ def _rigid():
                   "description": "universal: second axis, perpendicular to axis"},
         "q0": {"description": "initial coordinates (see the joint table)"},
         "u0": {"description": "initial velocities"},
+        "armature": {"anyOf": [_number(minimum=0), {"type": "array", "items": _number(minimum=0), "minItems": 1,
+                                                     "maxItems": 6}],
+                     "x-expected": "a number >= 0 or a list of one per velocity coordinate",
+                     "description": "rotor inertia [kg m^2, or kg for a slide] added to the mass matrix's diagonal "
+                                    "at each velocity coordinate of the joint (MuJoCo's armature): one number "
+                                    "for all, or one per coordinate (default 0)"},
     }, required=("name", "type", "parent", "child"))
     cut = _mapping("a loop-closing (cut) joint between two bodies of the tree (parent: a body or ground); the "
                    "same fields as a joint, no coordinates of its own", {
-                       k: v for k, v in joint["properties"].items() if k not in ("q0", "u0")},
+                       k: v for k, v in joint["properties"].items() if k not in ("q0", "u0", "armature")},
                    required=("name", "type", "parent", "child"))
     cut["properties"]["type"] = dict(joint["properties"]["type"], enum=[t for t in JOINT_TYPES if t != "free"])
     joint["allOf"] = _joint_kinds()

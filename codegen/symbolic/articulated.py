@@ -10,7 +10,8 @@ Kernels (one Cython helper each, ``cdef inline void NAME(self, ...) noexcept nog
     D_term               velocity-product term D_j of Ydot_j = B1 Ydot_i + B2 qdd + D     eqs (27), (35)
     body_at_P            body mass matrix and force at P: M += T^T M^c T,
                          Q += T^T (Q^c - M^c Tdot Y), J^c = A J' A^T                      eqs (3), (8), (36)
-    joint_projection_n   Q' = Q - M D, U = M B2 (= M_j21^T), M22 = B2^T M B2, Q2 = B2^T Q' + tau   eq (28)
+    joint_projection_n   Q' = Q - M D, U = M B2 (= M_j21^T), M22 = B2^T M B2 + diag(I_a),
+                         Q2 = B2^T Q' + tau (I_a: the joint's armature, rotor inertia)                eq (28)
                          n = 1: also eq (29)'s elimination (K = U / M22, k0 = Q2 / M22, M -= U K^T, Q' -= U k0)
                          n = 0: only Q' = Q - M D
     articulated_update_n M -= U K, Q -= U k0 (K = M22^-1 U^T, k0 = M22^-1 Q2)             eq (29)
@@ -286,18 +287,21 @@ def joint_projection(n: int) -> Kernel:
     """eq (28) for an n-column joint (n = 1 fused with eq 29, n = 0 only Q - M D)."""
     args = [Arg("M", NSYM, "inout"), Arg("Q", 6, "inout"), Arg("D", 6, "in")]
     if n == 1:
-        args += [Arg("B2", 6, "in"), Arg("tau", 1, "in", True), Arg("K", 6, "out"), Arg("k0", 1, "out")]
-        doc = ("One joint column b = B2: Q' = Q - M D, U = M b (= M_j21^T), d = b^T U (= M_j22), "
-               "Q2 = b^T Q' + tau (eq 28); K = U / d, k0 = Q2 / d, articulated M - U K^T, Q' - U k0 (eq 29).")
+        args += [Arg("B2", 6, "in"), Arg("tau", 1, "in", True), Arg("arm", 1, "in", True), Arg("K", 6, "out"),
+                 Arg("k0", 1, "out")]
+        doc = ("One joint column b = B2: Q' = Q - M D, U = M b (= M_j21^T), d = b^T U + I_a (= M_j22 with the "
+               "rotor's armature I_a), Q2 = b^T Q' + tau (eq 28); K = U / d, k0 = Q2 / d, articulated M - U K^T, "
+               "Q' - U k0 (eq 29).")
         eq = "Kang & Yoon eqs (28), (29)"
     elif n == 0:
         doc = "No joint column (fixed joint): Q' = Q - M D (eq 28); M and Q' pass to the parent unchanged."
         eq = "Kang & Yoon eq (28)"
     else:
-        args += [Arg("B2", 6 * n, "in"), Arg("tau", n, "in"), Arg("U", 6 * n, "out"), Arg("M22", n * n, "out"),
-                 Arg("Q2", n, "out")]
+        args += [Arg("B2", 6 * n, "in"), Arg("tau", n, "in"), Arg("arm", n, "in"), Arg("U", 6 * n, "out"),
+                 Arg("M22", n * n, "out"), Arg("Q2", n, "out")]
         doc = (f"{n} joint columns B2 (6 x {n}, column major): Q' = Q - M D, U = M B2 (= M_j21^T), lower "
-               f"triangle of M22 = B2^T M B2 (row major {n} x {n}), Q2 = B2^T Q' + tau.")
+               f"triangle of M22 = B2^T M B2 + diag(I_a) (row major {n} x {n}; I_a: the rotors' armature), "
+               f"Q2 = B2^T Q' + tau.")
         eq = "Kang & Yoon eq (28)"
     k = Kernel(f"joint_projection_{n}", eq, doc, tuple(args))
     M, D = sym6("M"), arr("D", 6)
@@ -310,7 +314,7 @@ def joint_projection(n: int) -> Kernel:
     tau = [sp.Symbol("tau")] if n == 1 else list(arr("tau", n))
     Q2 = [tau[c] + (B2[:, c].T * Q1)[0] for c in range(n)]
     if n == 1:
-        d = (B2[:, 0].T * U)[0]                                               # M_j22
+        d = (B2[:, 0].T * U)[0] + sp.Symbol("arm")                            # M_j22 + I_a
         dinv = k.let("dinv", 1 / d)
         K = k.lets_vec("kk", list(U * dinv))                                  # M22^-1 M21
         k0 = k.let("kq", Q2[0] * dinv)                                        # M22^-1 Q2
@@ -320,8 +324,9 @@ def joint_projection(n: int) -> Kernel:
         k.out("Q", [Q1[a] - U[a, 0] * k0 for a in range(6)])
         return k
     k.out("U", [U[a, c] for c in range(n) for a in range(6)])
-    k.out("M22", [(B2[:, r].T * U[:, c])[0] if c <= r else 0 for r in range(n) for c in range(n)],
-          skip_zero=True)
+    arm = arr("arm", n)
+    k.out("M22", [(B2[:, r].T * U[:, c])[0] + (arm[r] if c == r else 0) if c <= r else 0
+                  for r in range(n) for c in range(n)], skip_zero=True)
     k.out("Q2", Q2)
     k.out("Q", list(Q1))
     return k

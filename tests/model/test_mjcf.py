@@ -7,7 +7,8 @@ ModelPeer, plus the joint spring-dampers), and the free tree once more with the 
   dampers, full inertias off the body origin, tilted gravity;
 * ball.xml: two ball joints with anchors off the body origins;
 * free_tree.xml: a free body with hinge, ball and slide children and welded bodies (lumped).
-Refusals (contacts, actuators, equality constraints, tendons, armature) and the warnings of the ignore flags."""
+Armature (rotor inertia) on hinge, slide and ball joints of chain_hinge_slide.xml and free_tree.xml.
+Refusals (contacts, actuators, equality constraints, tendons, friction loss) and the warnings of the ignore flags."""
 import os
 import warnings
 
@@ -81,10 +82,12 @@ def test_mapping_details():
     springs = {s.joint: (s.stiffness[0], s.damping[0], s.q_ref[0]) for s in m.springs}
     assert springs == {"yaw": (3.0, 0.5, 0.2), "rail": (0.0, 0.2, 0.0), "wrist_slide": (10.0, 0.0, 0.05)}
     assert m.gravity.tolist() == [0.3, -1.2, -9.81]
+    assert m.armature.tolist() == [0.0, 0.7, 0.01, 0.0]                       # dof_armature, per coordinate
     assert {v["type"] for vs in m.visuals.values() for v in vs} >= {"box", "cylinder", "sphere"}
     t = codegen.load_model(os.path.join(HERE, "free_tree.xml"))
     assert [b.name for b in t.bodies] == ["trunk", "arm", "head", "leg"]          # sensor and visor lumped
     assert t.body("trunk").mass == pytest.approx(10.3) and t.body("head").mass == pytest.approx(2.2)
+    assert t.armature.tolist() == [0.0] * 6 + [0.05] + [0.02] * 3 + [0.3]
 
 
 def mjcf(body, extra="", option=""):
@@ -104,7 +107,6 @@ TOUCHING = ('<body name="a"><joint name="h" type="hinge" axis="0 1 0"/><geom nam
     (mjcf(ARM, '<actuator><position joint="h" kp="10"/></actuator>'), "1 actuators"),
     (mjcf(ARM + ARM.replace('"a"', '"b"').replace('"h"', '"h2"'),
           '<equality><joint joint1="h" joint2="h2"/></equality>'), "equality constraints"),
-    (mjcf(ARM.replace('axis="0 1 0"', 'axis="0 1 0" armature="0.1"')), "armature on joints 'h'"),
     (mjcf(ARM.replace('axis="0 1 0"', 'axis="0 1 0" frictionloss="0.1"')), "friction loss"),
     (mjcf('<body name="a"><joint name="h" type="ball" damping="1"/><geom size="0.1" contype="0" conaffinity="0"/></body>'),
      "stiffness or damping on the spherical joint 'h'"),

@@ -58,6 +58,10 @@ BAD = [
     (("forces", 2, "body_b"), "zz", ["forces[p1].body_b", "'zz' is not a body"]),
     (("bodies", 0, "density"), 3, ["bodies[0]", "unknown keys ['density']"]),
     (("joints",), DELETE, ["joints", "missing"]),
+    (("joints", 0, "armature"), -0.1, ["joints[j1].armature", ">= 0"]),
+    (("joints", 1, "armature"), [0.1, 0.2], ["joints[j2].armature", "3 numbers"]),
+    (("joints", 1, "armature"), [0.1, -0.2, 0.0], ["joints[j2].armature", ">= 0"]),
+    (("joints", 0, "armature"), "lots", ["joints[0].armature", "a number >= 0"]),
 ]
 
 

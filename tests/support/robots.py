@@ -141,7 +141,8 @@ class UrdfPeer(_Mapped):
 class ModelPeer(_Mapped):
     """pinocchio's model of one of our Model objects, built from its joints and bodies as they are (placements,
     axes, inertias), not through our plan: revolute -> RevoluteUnaligned(axis), prismatic ->
-    PrismaticUnaligned(axis), spherical -> Spherical, free -> FreeFlyer; fixed joints append the child's inertia to the supporting joint."""
+    PrismaticUnaligned(axis), spherical -> Spherical, free -> FreeFlyer; fixed joints append the child's inertia to the supporting joint;
+    armature -> pinocchio's ``model.armature``."""
 
     def __init__(self, model):
         import pinocchio as pin
@@ -168,6 +169,10 @@ class ModelPeer(_Mapped):
             pm.appendBodyToJoint(support[j.child], _pin_inertia(pin, b.mass, b.com, b.inertia), body_pl[j.child])
         self.model = pm
         self._map([(j.name, j.type) for j in model.joints])
+        for (_, _, iv, _, pv), j in zip(self.layout, [j for j in model.joints if j.type != "fixed"]):
+            if j.armature is not None:                  # pinocchio's model.armature, in its velocity order
+                assert j.type != "free" or np.ptp(j.armature[:3]) == 0, "free joint: isotropic linear armature only"
+                pm.armature[pv:pv + j.nv] = j.armature
 
 
 def random_states(model, n, seed=0, u_scale=1.0):

@@ -99,7 +99,7 @@ def reference(name, n, v):
             return {"Q": Q1, "M": v["M"]}
         B2 = v["B2"].reshape(n, 6).T
         U = M @ B2
-        M22 = B2.T @ U
+        M22 = B2.T @ U + np.diag(np.atleast_1d(v["arm"]))                          # + the rotors' armature
         Q2 = B2.T @ Q1 + v["tau"]
         if n == 1:                                                                  # + eq (29)
             K = np.linalg.solve(M22, U.T)

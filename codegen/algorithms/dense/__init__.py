@@ -20,4 +20,4 @@ FAMILY = Family(
     description="joint-space mass matrix by CRBA, bias by RNEA, dense Cholesky solve",
     template="dense/dense.pyx.j2", models="tree", make_plan=Plan,
     template_vars=lambda plan, options: template_vars(plan, plan.nv * plan.nv + 2 * plan.nv + 54 * plan.nb),
-    joint_types=tuple(JOINT_TYPES), check=check)
+    joint_types=tuple(JOINT_TYPES), armature=tuple(JOINT_TYPES), check=check)

@@ -5,6 +5,7 @@ reference.py (Algorithms A and B literally for the paper's planar example, class
 30-digit articulated-body check), spatial.py (the kernel's spatial algorithm, every hinge type); template:
 templates/mstmm/; symbolic transfer matrices: codegen.symbolic.mstmm.
 """
+from ...model import SCALAR_JOINTS
 from ..family import Family
 from ..tree_plan import Plan
 from .plan import SUPPORTED, template_vars  # noqa: F401
@@ -13,4 +14,4 @@ FAMILY = Family(
     name="mstmm", paper="Rui, Bestle, Wang et al. 2020 (seed 004), Algorithms A/B, eqs 1-59",
     description="Riccati transfer matrix method; joint wrenches from its state vectors",
     template="mstmm/mstmm.pyx.j2", models="tree", make_plan=Plan, template_vars=template_vars,
-    joint_types=SUPPORTED)
+    joint_types=SUPPORTED, armature=tuple(t for t in SUPPORTED if t in SCALAR_JOINTS))

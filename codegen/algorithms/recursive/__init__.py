@@ -36,4 +36,4 @@ FAMILY = Family(
     description="fully recursive O(n) forward and inverse dynamics of rigid trees",
     template="recursive/recursive.pyx.j2", models="tree", make_plan=make_plan, loops=True,
     template_vars=recursive_template_vars,
-    joint_types=tuple(JOINT_TYPES), options={"ref_point": ("centroid", "joint", "origin")})
+    joint_types=tuple(JOINT_TYPES), armature=tuple(JOINT_TYPES), options={"ref_point": ("centroid", "joint", "origin")})
