@@ -25,6 +25,7 @@ from typing import List
 import numpy as np
 
 from ..model import GROUND, JOINT_TYPES, QUATERNION_JOINTS, Model
+from ..model.actuators import CTRL_SOURCES, NPA
 
 NP_BODY = 34            # per body: s(3) C(9) m(1) rho(3) J'(9) Kout(9)
 P_GRAVITY = 0           # p[0:3] gravity
@@ -120,6 +121,21 @@ class ForceTerm:
     data: dict            # topology facts for the template (offsets, body indices, function kind)
 
 
+def _function_layout(fn) -> dict:
+    """Template facts of a time function in p: its kind, its numbers n, a table's length."""
+    if fn.kind == "table":
+        return {"fn": "table", "n": 2 * len(fn.t), "len": len(fn.t)}
+    return {"fn": fn.kind, "n": {"constant": 1, "sine": 4, "step": 3}[fn.kind]}
+
+
+def _function_params(fn) -> list:
+    """A time function's numbers in p (constant: value; sine: amplitude, frequency, phase, offset; step: t0, before,
+    after; table: t then values)."""
+    vals = {"constant": [fn.value], "sine": [fn.amplitude, fn.frequency, fn.phase, fn.offset],
+            "step": [fn.t0, fn.value_before, fn.value]}.get(fn.kind)
+    return list(fn.t) + list(fn.y) if vals is None else vals
+
+
 class Plan:
     """Everything structural about one model, plus its parameter vector."""
 
@@ -163,14 +179,16 @@ class Plan:
             off += 9
         for fe in m.joint_forces:
             k = jidx[fe.joint]
-            fn = fe.function
-            n = {"constant": 1, "sine": 4, "step": 3}.get(fn.kind, 0)
-            data = {"iv": self.iv[k] + fe.dof, "fn": fn.kind, "name": fe.name}
-            if fn.kind == "table":
-                n = 2 * len(fn.t)
-                data["len"] = len(fn.t)
+            data = {"iv": self.iv[k] + fe.dof, "name": fe.name, **_function_layout(fe.function)}
             self.forces.append(ForceTerm("jforce", off, data))
-            off += n
+            off += data["n"]
+        self.actuators: List[ForceTerm] = []             # actuators: NPA numbers, then the ctrl function's
+        for a, act in enumerate(m.actuators):
+            k = jidx[act.joint]
+            data = {"iq": self.iq[k] + act.dof, "iv": self.iv[k] + act.dof, "a": a, "name": act.name,
+                    **_function_layout(act.ctrl)}
+            self.actuators.append(ForceTerm("actuator", off, data))
+            off += NPA + data["n"]
         self.np = off
 
     def body_frames(self):
@@ -217,12 +235,13 @@ class Plan:
             p[o + 6:o + 9] = ps.stiffness, ps.damping, ps.length
         for fe in m.joint_forces:
             o = next(fi).index
-            fn = fe.function
-            vals = {"constant": [fn.value], "sine": [fn.amplitude, fn.frequency, fn.phase, fn.offset],
-                    "step": [fn.t0, fn.value_before, fn.value]}.get(fn.kind)
-            if vals is None:
-                vals = list(fn.t) + list(fn.y)
+            vals = _function_params(fe.function)
             p[o:o + len(vals)] = vals
+        for act, term in zip(m.actuators, self.actuators):
+            o = term.index
+            p[o:o + NPA] = act.params()
+            vals = _function_params(act.ctrl)
+            p[o + NPA:o + NPA + len(vals)] = vals
         return p
 
     def patterns(self):
@@ -272,7 +291,8 @@ def template_vars(plan: Plan, work_size: int) -> dict:
                 joint_kinds=sorted(dict(ck for s in plan.segments for ck in s.kinds).items()),
                 body=body_kernels(kinds),
                 point_forces=any(f.kind == "point" for f in plan.forces), loops=False, nb=plan.nb, nq=plan.nq, nv=plan.nv, np=plan.np, npb=NP_BODY, roadmap=plan.roadmap(),
-                parm=plan.arm_off,
+                parm=plan.arm_off, actuators=plan.actuators, npa=NPA, nu=len(plan.actuators),
+                ctrl_sources=CTRL_SOURCES,
                 segments=plan.segments, parent=plan.parent, iq=plan.iq, iv=plan.iv, quat=plan.quat_offsets,
                 jcalc={t: jcalc_code(t) for t in plan.joint_types_used}, forces=plan.forces,
                 work_size=work_size + 8, types_nv=[(t, JOINT_TYPES[t][1]) for t in plan.joint_types_used],

@@ -142,6 +142,7 @@ class Model:
     tau_hook: Optional[Callable] = None   # Python API only: tau_extra = hook(t, q, u)
     simulation: dict = field(default_factory=dict)   # the file's validated `simulation:` defaults (model/simulation.py)
     cuts: List[Joint] = field(default_factory=list)  # loop-closing (cut) joints, the file's `loops:` section
+    actuators: list = field(default_factory=list)    # codegen.model.actuators.Actuator, in control order
 
     def __post_init__(self):
         validate(self)
@@ -196,6 +197,8 @@ class Model:
             "point_springs": [[p.body_a, p.body_b] for p in self.point_springs],
             "joint_forces": [[f.joint, f.dof, f.function.kind,
                               0 if f.function.t is None else len(f.function.t)] for f in self.joint_forces],
+            "actuators": [[a.joint, a.dof, a.ctrl.kind, 0 if a.ctrl.t is None else len(a.ctrl.t)]
+                          for a in self.actuators],
         }
 
     def to_dict(self) -> dict:
@@ -251,19 +254,25 @@ def model_dict(model: Model) -> dict:
                        "body_b": p.body_b, "point_b": _f(p.point_b), "stiffness": float(p.stiffness),
                        "damping": float(p.damping), "length": float(p.length)})
     for fe in model.joint_forces:
-        fn = fe.function
-        value = {"constant": lambda: {"constant": float(fn.value)},
-                 "sine": lambda: {"sine": {"amplitude": float(fn.amplitude), "frequency": float(fn.frequency),
-                                           "phase": float(fn.phase), "offset": float(fn.offset)}},
-                 "step": lambda: {"step": {"t0": float(fn.t0), "before": float(fn.value_before),
-                                           "after": float(fn.value)}},
-                 "table": lambda: {"table": {"t": _f(fn.t), "value": _f(fn.y)}}}[fn.kind]()
-        forces.append({"name": fe.name, "type": "joint_force", "joint": fe.joint, "dof": int(fe.dof), "value": value})
+        forces.append({"name": fe.name, "type": "joint_force", "joint": fe.joint, "dof": int(fe.dof),
+                       "value": function_dict(fe.function)})
     if forces:
         d["forces"] = forces
+    if model.actuators:
+        from .actuators import actuator_dict
+        d["actuators"] = [actuator_dict(a, function_dict) for a in model.actuators]
     if model.simulation:
         d["simulation"] = dict(model.simulation)
     return d
+
+
+def function_dict(fn: TimeFunction) -> dict:
+    """The file form of a time function (a joint force's value, an actuator's ctrl)."""
+    return {"constant": lambda: {"constant": float(fn.value)},
+            "sine": lambda: {"sine": {"amplitude": float(fn.amplitude), "frequency": float(fn.frequency),
+                                      "phase": float(fn.phase), "offset": float(fn.offset)}},
+            "step": lambda: {"step": {"t0": float(fn.t0), "before": float(fn.value_before), "after": float(fn.value)}},
+            "table": lambda: {"table": {"t": _f(fn.t), "value": _f(fn.y)}}}[fn.kind]()
 
 
 def default_q(jtype: str) -> np.ndarray:
@@ -410,28 +419,40 @@ def validate(model: Model) -> None:
         fe.dof = _num(fe.dof, src, f + ".dof", integer=True)
         if not (0 <= fe.dof < j.nv):
             raise ModelError(f"dof {fe.dof} out of range for a {j.type} joint ({j.nv} velocities)", src, f + ".dof")
-        fn = fe.function
-        if not isinstance(fn, TimeFunction):
-            raise ModelError(f"expected a TimeFunction, got {_short(fn)}", src, f + ".value")
-        if not isinstance(fn.kind, str) or fn.kind not in FORCE_FUNCTIONS:
-            raise ModelError(f"unknown function {_short(fn.kind)} (known: {', '.join(FORCE_FUNCTIONS)})", src, f)
-        fv = f"{f}.value.{fn.kind}"
-        for k in ("value", "amplitude", "frequency", "phase", "offset", "t0", "value_before"):
-            setattr(fn, k, _num(getattr(fn, k), src, f"{fv}.{k}"))
-        if fn.kind == "table":
-            if fn.t is None or fn.y is None:
-                raise ModelError("table needs t and value lists of equal length >= 2", src, f + ".table")
-            fn.t = _numlist(fn.t, src, fv + ".t")
-            fn.y = _numlist(fn.y, src, fv + ".value")
-            if fn.t.shape != fn.y.shape or len(fn.t) < 2:
-                raise ModelError("table needs t and value lists of equal length >= 2", src, f + ".table")
-            if np.any(np.diff(fn.t) <= 0):
-                raise ModelError("table t must be strictly increasing", src, f + ".table.t")
+        _check_function(fe.function, src, f + ".value")
     fnames = [x.name for x in (*model.springs, *model.point_springs, *model.joint_forces)]
     for nm in fnames:
         if nm in names:
             raise ModelError(f"duplicate name {nm!r}", src, f"forces[{nm}].name")
         names[nm] = "force"
+    if model.actuators:
+        from .actuators import validate_actuators
+        _check_count(model.actuators, "actuators", "forces", src, "actuators")
+        validate_actuators(model, lambda fn, f: _check_function(fn, src, f))
+        for a in model.actuators:
+            if a.name in names:
+                raise ModelError(f"duplicate name {a.name!r}", src, f"actuators[{a.name}].name")
+            names[a.name] = "actuator"
+
+
+def _check_function(fn, src, f) -> None:
+    """A TimeFunction (a joint force's value, an actuator's ctrl) at field f: numbers finite, tables increasing."""
+    if not isinstance(fn, TimeFunction):
+        raise ModelError(f"expected a TimeFunction, got {_short(fn)}", src, f)
+    if not isinstance(fn.kind, str) or fn.kind not in FORCE_FUNCTIONS:
+        raise ModelError(f"unknown function {_short(fn.kind)} (known: {', '.join(FORCE_FUNCTIONS)})", src, f)
+    fv = f"{f}.{fn.kind}"
+    for k in ("value", "amplitude", "frequency", "phase", "offset", "t0", "value_before"):
+        setattr(fn, k, _num(getattr(fn, k), src, f"{fv}.{k}"))
+    if fn.kind == "table":
+        if fn.t is None or fn.y is None:
+            raise ModelError("table needs t and value lists of equal length >= 2", src, fv)
+        fn.t = _numlist(fn.t, src, fv + ".t")
+        fn.y = _numlist(fn.y, src, fv + ".value")
+        if fn.t.shape != fn.y.shape or len(fn.t) < 2:
+            raise ModelError("table needs t and value lists of equal length >= 2", src, fv)
+        if np.any(np.diff(fn.t) <= 0):
+            raise ModelError("table t must be strictly increasing", src, fv + ".t")
 
 
 def _check_joint_frames(j: Joint, src: str, f: str, rots: list, rot_fields: list) -> None:

@@ -13,6 +13,7 @@ import os
 import numpy as np
 
 from .beams import beam_model_from_dict
+from .actuators import ACTUATOR_KEYS, actuator_from_dict
 from .checks import _check_keys
 from .core import (FORCE_FUNCTIONS, LIMITS, Body, Joint, JointForce, JointSpringDamper, Model, ModelError,
                    Placement, PointSpringDamper, TimeFunction, _check_count, _mat3, _name, _normalised, _num,
@@ -81,7 +82,7 @@ def _time_function(d, source, fld) -> TimeFunction:
     return TimeFunction(kind, t=_numlist(v["t"], source, f"{f}.t", 2), y=_numlist(v["value"], source, f"{f}.value", 2))
 
 
-_TOP_KEYS = {"name", "gravity", "bodies", "joints", "loops", "forces", "simulation"}   # 'simulation': read elsewhere
+_TOP_KEYS = {"name", "gravity", "bodies", "joints", "loops", "forces", "actuators", "simulation"}   # 'simulation': read elsewhere
 _BODY_KEYS = {"name", "mass", "com", "inertia"}
 _JOINT_KEYS = {"name", "type", "parent", "child", "parent_frame", "child_frame", "axis", "axis2", "q0", "u0",
                "armature"}
@@ -179,9 +180,22 @@ def model_from_dict(d: dict, source: str = "<model>", strict_names: bool = False
             jforces.append(JointForce(fname, nm(fd["joint"], f + ".joint", "joint name"),
                                       _num(fd.get("dof", 0), source, f + ".dof", integer=True),
                                       _time_function(fd.get("value", 0.0), source, f + ".value")))
+    acts = d.get("actuators")
+    acts = [] if acts is None else acts
+    if not isinstance(acts, list):
+        raise ModelError(f"expected a list, got {_short(acts)}", source, "actuators")
+    _check_count(acts, "actuators", "forces", source, "actuators")
+    actuators = []
+    for i, ad in enumerate(acts):
+        f = f"actuators[{i}]"
+        if not isinstance(ad, dict):
+            raise ModelError(f"expected a mapping, got {_short(ad)}", source, f)
+        _check_keys(ad, ACTUATOR_KEYS, source, f)
+        actuators.append(actuator_from_dict(ad, source, f, nm, _time_function))
     return Model(name, bodies, joints, gravity=d.get("gravity", [0.0, -9.81, 0.0]), springs=springs,
                  point_springs=psprings, joint_forces=jforces, source=source,
-                 simulation=parse_simulation(d.get("simulation"), source, beams=False), cuts=cuts)
+                 simulation=parse_simulation(d.get("simulation"), source, beams=False), cuts=cuts,
+                 actuators=actuators)
 
 
 # ---------------------------------------------------------------- reading a file

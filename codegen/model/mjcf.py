@@ -22,9 +22,12 @@ Mapping:
 
 Refused with a message (they change the dynamics and have no counterpart here): equality constraints (closed
 loops and couplings; loops with cut joints are planned), tendons, friction loss, gravity compensation,
-fluid forces, stiffness or damping of ball and free joints. Contacts (some pair of geoms can touch) and actuators
-are refused too, unless ``ignore_contacts`` / ``ignore_actuators``: then the model is simulated without them and a
-``ModelWarning`` says so. Joint limits are ignored (as for URDF). Box, cylinder, capsule and sphere geoms are kept
+fluid forces, stiffness or damping of ball and free joints. Contacts (some pair of geoms can touch) are refused
+too, unless ``ignore_contacts``: then the model is simulated without them and a ``ModelWarning`` says so.
+* actuators with a hinge or slide joint transmission and no activation dynamics (motor, position without
+  timeconst, velocity, general affine) -> general affine actuators (codegen.model.actuators), in MuJoCo's order,
+  so ``ctrl`` is MuJoCo's; other transmissions and dynamics are refused by name. ``ignore_actuators`` drops them
+  all (with a ``ModelWarning``). Joint limits are ignored (as for URDF). Box, cylinder, capsule and sphere geoms are kept
 in ``model.visuals`` (body frame, full lengths) for drawing.
 """
 from __future__ import annotations
@@ -145,13 +148,11 @@ def model_from_mjmodel(mj, path: str = "<mjcf>", ignore_contacts: bool = False,
                                                           "model; ignore_contacts=True (--ignore-contacts) simulates "
                                                           "without them, or disable them in the file "
                                                           "(<option><flag contact=\"disable\"/></option>)")
-    if mj.nu and not mj.opt.disableflags & int(D.mjDSBL_ACTUATION):
-        names = _names(mj, mujoco, O.mjOBJ_ACTUATOR, mj.nu, "actuator")
-        text = f"{mj.nu} actuators ({listing(names, 3)})"
-        (ignored if ignore_actuators else problems).append(text if ignore_actuators else text + ": actuators are not "
-                                                           "modelled; ignore_actuators=True (--ignore-actuators) "
-                                                           "simulates without them (joint forces can be added as "
-                                                           "joint_force elements)")
+    actuated = mj.nu and not mj.opt.disableflags & int(D.mjDSBL_ACTUATION)
+    if actuated and ignore_actuators:
+        ignored.append(f"{mj.nu} actuators ({listing(_names(mj, mujoco, O.mjOBJ_ACTUATOR, mj.nu, 'actuator'), 3)})")
+    elif actuated:
+        problems += _actuator_problems(mj, mujoco, jnames)
     if problems:
         raise ModelError("cannot be simulated as it is: " + "; ".join(problems), path)
     if ignored:
@@ -225,10 +226,54 @@ def model_from_mjmodel(mj, path: str = "<mjcf>", ignore_contacts: bool = False,
         b = by_name[name]
         b.mass, b.com, b.inertia = m, c, J
     gravity = np.zeros(3) if mj.opt.disableflags & int(D.mjDSBL_GRAVITY) else np.array(mj.opt.gravity, float)
+    actuators = _actuators(mj, mujoco, jnames, taken) if actuated and not ignore_actuators else []
     model = Model(mujoco.mj_id2name(mj, O.mjOBJ_MODEL, 0) or os.path.splitext(os.path.basename(path))[0] or "mjcf",
-                  bodies, joints, gravity=gravity, springs=springs, source=path)
+                  bodies, joints, gravity=gravity, springs=springs, source=path, actuators=actuators)
     model.visuals = _visuals(mj, anchor, gnames)
     return model
+
+
+def _actuator_problems(mj, mujoco, jnames) -> List[str]:
+    """What of the file's actuators has no counterpart: other transmissions than a hinge or slide joint,
+    activation dynamics, gain or bias types beyond affine."""
+    names = _names(mj, mujoco, mujoco.mjtObj.mjOBJ_ACTUATOR, mj.nu, "actuator")
+    out = []
+    for i in range(mj.nu):
+        why = None
+        if mj.actuator_trntype[i] != mujoco.mjtTrn.mjTRN_JOINT:
+            why = f"transmission {mujoco.mjtTrn(mj.actuator_trntype[i]).name[7:].lower()} (only joints are modelled)"
+        elif mj.jnt_type[mj.actuator_trnid[i, 0]] not in (2, 3):
+            why = f"it drives the {JOINT_TYPES[int(mj.jnt_type[mj.actuator_trnid[i, 0]])]} joint " \
+                  f"{jnames[mj.actuator_trnid[i, 0]]!r} (only hinge and slide joints)"
+        elif mj.actuator_dyntype[i] != mujoco.mjtDyn.mjDYN_NONE:
+            why = f"activation dynamics {mujoco.mjtDyn(mj.actuator_dyntype[i]).name[7:].lower()} (timeconst, " \
+                  "dyntype: not modelled)"
+        elif mj.actuator_gaintype[i] not in (0, 1) or mj.actuator_biastype[i] not in (0, 1):
+            why = "a gain or bias type beyond affine"
+        if why:
+            out.append(f"actuator {names[i]!r}: {why}")
+    return out
+
+
+def _actuators(mj, mujoco, jnames, taken) -> list:
+    """MuJoCo's actuators (joint transmission, no activation dynamics) as general affine actuators, in its order:
+    gain (gainprm[0], or gainprm[0:3] when affine), bias (biasprm[0:3] when affine), gear[0], ctrlrange and
+    forcerange when limited."""
+    from .actuators import Actuator
+    names = _names(mj, mujoco, mujoco.mjtObj.mjOBJ_ACTUATOR, mj.nu, "actuator")
+    out = []
+    for i in range(mj.nu):
+        g = np.array(mj.actuator_gainprm[i, :3], float) if mj.actuator_gaintype[i] == 1 else \
+            np.array([mj.actuator_gainprm[i, 0], 0.0, 0.0])
+        b = np.array(mj.actuator_biasprm[i, :3], float) if mj.actuator_biastype[i] == 1 else np.zeros(3)
+        name = unique_name(names[i] or f"actuator{i}", taken)
+        taken[name] = 1
+        out.append(Actuator(name, jnames[mj.actuator_trnid[i, 0]], "general", gear=float(mj.actuator_gear[i, 0]),
+                            gain=g, bias=b,
+                            ctrlrange=np.array(mj.actuator_ctrlrange[i], float) if mj.actuator_ctrllimited[i] else None,
+                            forcerange=np.array(mj.actuator_forcerange[i], float) if mj.actuator_forcelimited[i]
+                            else None))
+    return out
 
 
 def _visuals(mj, anchor, gnames) -> Dict[str, List[dict]]:

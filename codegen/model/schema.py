@@ -162,6 +162,31 @@ def _forces():
                       for k, p in kinds.items()]}
 
 
+def _actuators():
+    rng = {"type": "array", "items": NUMBER, "minItems": 2, "maxItems": 2, "x-expected": "a list [low, high]"}
+    coef = _vector(3)
+    return _mapping("an actuator: force gear f on one coordinate of a joint, f = (g0 + g1 L + g2 V) ctrl + b0 + b1 L + "
+                    "b2 V with L = gear q, V = gear u (MuJoCo's affine actuator with a joint transmission)", {
+                        "name": _name("actuator name (unique)"),
+                        "type": {"enum": ["motor", "position", "velocity", "general"], "x-unknown": "actuator type",
+                                 "x-expected": "one of motor, position, velocity, general",
+                                 "description": "motor: f = ctrl; position: f = kp (ctrl - L) - kv V; velocity: "
+                                                "f = kv (ctrl - V); general: gain and bias (default motor)"},
+                        "joint": _name("the joint (revolute, prismatic, cylindrical, universal or planar)"),
+                        "dof": _integer("index of the joint's velocity coordinate (default 0)", minimum=0),
+                        "gear": _number("transmission ratio: L = gear q, tau = gear f (default 1)"),
+                        "kp": _number("position: stiffness [N/m or N m/rad]", minimum=0),
+                        "kv": _number("position (optional), velocity: damping gain", minimum=0),
+                        "gain": dict(coef, description="general: g0 g1 g2 (default 1 0 0)"),
+                        "bias": dict(coef, description="general: b0 b1 b2 (default 0 0 0)"),
+                        "ctrlrange": dict(rng, description="the control is clamped to it (default: not clamped)"),
+                        "forcerange": dict(rng, description="f is clamped to it (default: not clamped)"),
+                        "ctrl": dict(_time_function(), description="the control when none is given at run time "
+                                     "(ctrl= of simulate, rollout, forward_dynamics): a number or a function of "
+                                     "time, in compiled code (default 0)"),
+                    }, required=("name", "joint"))
+
+
 def _simulation():
     return _mapping("how the model is meant to be run; each key optional, the command line overrides it", {
         "integrator": {"enum": ["rk4", "dopri5", "hht"], "x-expected": "one of rk4, dopri5, hht",
@@ -223,6 +248,8 @@ def _rigid():
         "loops": _list("loop-closing (cut) joints: each adds the constraints of its joint type between two bodies "
                        "of the tree", cut, "bodies", "loop-closing joints", nullable=True),
         "forces": _list("force elements", _forces(), "forces", "force elements", nullable=True),
+        "actuators": _list("actuators, in control order (the ctrl vector's)", _actuators(), "forces", "actuators",
+                           nullable=True),
         "simulation": {"$ref": "#/$defs/simulation", "description": "simulation settings (below)"},
     }, required=("bodies", "joints"))
 

@@ -52,16 +52,25 @@ class Derivatives:
             self._dkernel = k
         return self._dkernel
 
-    def inverse_dynamics_derivatives(self, q, u, udot, out=None):
-        """(dtau/dq, dtau/du, M), each nv x nv, of tau = inverse_dynamics(q, u, udot); dtau/dudot = M. q in the
-        tangent space (class docstring). ``out``: a tuple of three nv x nv float64 arrays to write into."""
-        return self._derivative_kernel("inverse_dynamics_derivatives").inverse_dynamics_derivatives(q, u, udot, out)
+    def inverse_dynamics_derivatives(self, q, u, udot, out=None, t: float = 0.0, ctrl=None):
+        """(dtau/dq, dtau/du, M), each nv x nv, of tau = inverse_dynamics(q, u, udot, t, ctrl); dtau/dudot = M. q in
+        the tangent space (class docstring). ``out``: a tuple of three nv x nv float64 arrays to write into."""
+        return self._derivative_kernel("inverse_dynamics_derivatives").inverse_dynamics_derivatives(q, u, udot, out,
+                                                                                                     t, ctrl)
 
-    def forward_dynamics_derivatives(self, q, u, tau=None, t: float = 0.0, out=None):
-        """(dudot/dq, dudot/du, M^-1), each nv x nv, of udot = forward_dynamics(q, u, tau, t); dudot/dtau = M^-1.
-        The model's force elements are included (joint spring-dampers, time functions). ``out``: a tuple of three
-        arrays."""
-        return self._derivative_kernel("forward_dynamics_derivatives").forward_dynamics_derivatives(q, u, tau, t, out)
+    def forward_dynamics_derivatives(self, q, u, tau=None, t: float = 0.0, out=None, ctrl=None):
+        """(dudot/dq, dudot/du, M^-1), each nv x nv, of udot = forward_dynamics(q, u, tau, t, ctrl=ctrl); dudot/dtau
+        = M^-1, dudot/dctrl = M^-1 actuator_jacobian(q, u, t, ctrl). The model's force elements and actuators are
+        included (joint spring-dampers, time functions, position and velocity servos). ``out``: three arrays."""
+        return self._derivative_kernel("forward_dynamics_derivatives").forward_dynamics_derivatives(q, u, tau, t, out,
+                                                                                                     ctrl)
+
+    def actuator_jacobian(self, q, u, t: float = 0.0, ctrl=None):
+        """dtau/dctrl (nv x nu): gear df/dctrl on each actuated coordinate (0 where the control or the force is
+        clamped); dudot/dctrl = M^-1 dtau/dctrl (forward_dynamics_derivatives' third matrix)."""
+        if not getattr(self.model, "actuators", None):
+            raise ValueError("actuator_jacobian: the model has no actuators")
+        return self.kernel.actuator_jacobian(q, u, t, ctrl)
 
     def forward_dynamics_derivatives_batch(self, Q, U, TAU=None, out=None, threads=None, t: float = 0.0):
         """forward_dynamics_derivatives of B states (rows of Q, U, TAU), three B x nv x nv arrays, on `threads`

@@ -151,21 +151,23 @@ class System(Derivatives):
             raise ValueError(f"expected q of length {self.nq} and u of length {self.nv}")
         return q, u
 
-    def forward_dynamics(self, q, u, tau=None, t: float = 0.0, algorithm: Optional[str] = None) -> np.ndarray:
-        """udot = M^-1 (tau + applied - bias), applied forces of the model evaluated at time t.
+    def forward_dynamics(self, q, u, tau=None, t: float = 0.0, algorithm: Optional[str] = None,
+                         ctrl=None) -> np.ndarray:
+        """udot = M^-1 (tau + applied - bias), applied forces of the model evaluated at time t; ctrl: the actuators'
+        controls (one per actuator, in the model's order; None: each actuator's ctrl function of the model file).
         Beam models: betadot from Omega betadot = Q - Gamma (Hu & Wang eq 40), Q = tau (default 0); the
         `algorithm` argument ('rancf' or 'dense') overrides the system's for this call."""
         if self.beams:
             q, u = self._qu(q, u)
             meth = BEAM_METHODS.index(algorithm or self.algorithm)
             return self.kernel.forward_dynamics(q, u, None if tau is None else np.ascontiguousarray(tau, float), meth)
-        return self.kernel.forward_dynamics(q, u, tau, t)     # the kernel checks sizes and types
+        return self.kernel.forward_dynamics(q, u, tau, t, None, ctrl)     # the kernel checks sizes and types
 
-    def inverse_dynamics(self, q, u, udot, t: float = 0.0) -> np.ndarray:
-        """tau with forward_dynamics(q, u, tau, t) == udot (recursive Newton-Euler)."""
+    def inverse_dynamics(self, q, u, udot, t: float = 0.0, ctrl=None) -> np.ndarray:
+        """tau with forward_dynamics(q, u, tau, t, ctrl=ctrl) == udot (recursive Newton-Euler)."""
         self._rigid("inverse_dynamics")
         q, u = self._qu(q, u)
-        return self.kernel.inverse_dynamics(q, u, np.ascontiguousarray(udot, dtype=float).reshape(-1), t)
+        return self.kernel.inverse_dynamics(q, u, np.ascontiguousarray(udot, dtype=float).reshape(-1), t, None, ctrl)
 
     def forward_dynamics_batch(self, Q, U, TAU=None, out=None, threads=None, t: float = 0.0) -> np.ndarray:
         """udot for B states: Q (B x nq), U (B x nv), TAU (B x nv, added to the model's forces, optional), into
@@ -175,10 +177,12 @@ class System(Derivatives):
         return self.kernel.forward_dynamics_batch(Q, U, TAU, t, out, threads)
 
     def rollout(self, q0, u0, nsteps: int, dt: float, tau=None, integrator: str = "rk4", threads=None,
-                sensitivities: bool = False):
+                sensitivities: bool = False, ctrl=None):
         """B rollouts of nsteps fixed steps of size dt, all in compiled code on `threads` threads (default: every
         usable core). q0 (B x nq), u0 (B x nv); tau (B x nsteps x nv) adds to the model's own forces, held over
-        each step (None: the model's forces only). Returns (q, u): B x (nsteps + 1) x nq and x nv, row 0 the
+        each step (None: the model's forces only); ctrl (B x nsteps x nu): the actuators' controls, held over each
+        step as MuJoCo's rollout takes them (None: the model file's ctrl functions). Returns (q, u): B x
+        (nsteps + 1) x nq and x nv, row 0 the
         initial state; the same numbers as simulate(..., integrator="rk4") from each initial state. A rollout
         whose state stops being finite has NaN rows from there on (a RuntimeWarning names it).
         sensitivities=True: returns (q, u, A, B) with the Jacobians of every step in tangent coordinates,
@@ -187,12 +191,14 @@ class System(Derivatives):
         if isinstance(nsteps, bool) or not isinstance(nsteps, (int, np.integer)):
             raise ValueError(f"nsteps: expected an integer >= 0, got {nsteps!r}")
         if sensitivities:
+            if ctrl is not None:
+                raise ValueError("rollout: sensitivities with ctrl are not derived yet (use tau)")
             if integrator != "rk4":
                 raise ValueError(f"rollout: integrator '{integrator}' not supported (rk4)")
             q, u, A, B, fail = self._derivative_kernel("rollout(sensitivities=True)").rollout_sensitivities(
                 q0, u0, int(nsteps), float(dt), tau, threads)
         else:
-            q, u, fail = self.kernel.rollout(q0, u0, int(nsteps), float(dt), tau, integrator, threads)
+            q, u, fail = self.kernel.rollout(q0, u0, int(nsteps), float(dt), tau, integrator, threads, 0.0, ctrl)
         bad = np.flatnonzero(np.isfinite(fail))
         if bad.size:
             warnings.warn(f"rollout: {bad.size} of {len(fail)} rollouts diverged (first: rollout {bad[0]} at "
@@ -303,7 +309,7 @@ class System(Derivatives):
                  progress: bool = False, alpha: float = -0.05, newton_tol: float = 1e-6, max_newton: int = 20,
                  check_energy: Optional[float] = None, keep_partial: bool = False, joint_wrench: bool = False,
                  baumgarte: Optional[float] = None, projection: bool = False,
-                 switching: Optional[str] = None) -> Result:
+                 switching: Optional[str] = None, ctrl=None) -> Result:
         """Integrate from the model's initial state (or q0, u0) to t_end, sampling every dt.
 
         rk4 takes fixed steps of dt / substeps; dopri5 chooses its own steps (rtol, atol, h_max) and writes the
@@ -339,8 +345,14 @@ class System(Derivatives):
         planar loops that share no joints; rk4), each from the last good state; result.extra
         partition_switch_t/_loop/_old/_new log the switches.
 
-        Energy: meta["energy"] = energy_balance() (relative error of E - E0 - W, W the work of dampers and
-        joint forces); with check_energy = tol also meta["energy_check"] = {"tol", "value", "passed"}.
+        Actuators: ctrl is None (each actuator's ctrl function of the model file, in compiled code), one value
+        per actuator, a table (t, values) (values: len(t) x nu, interpolated linearly in compiled code) or a
+        callable ctrl(t, q, u) -> nu values (called with the GIL at every evaluation); result.extra gets
+        actuator_names, ctrl (the controls after ctrlrange) and actuator_force (after forcerange, before the gear),
+        nt x nu each.
+
+        Energy: meta["energy"] = energy_balance() (relative error of E - E0 - W, W the work of dampers, joint
+        forces and actuators); with check_energy = tol also meta["energy_check"] = {"tol", "value", "passed"}.
         """
         stable = rk4_stable_step(self) if self.beams else None
         choice = None
@@ -372,6 +384,10 @@ class System(Derivatives):
             raise ValueError("switching 'gcl' runs rk4 with dependents 'auto' (it chooses windows of adjacent "
                              "dependents itself)")
         x, ts = start_state(self, t_end, dt, q0, u0)
+        if ctrl is not None and not getattr(self.model, "actuators", None):
+            raise ValueError("ctrl: the model has no actuators")
+        if getattr(self.model, "actuators", None):
+            self.kernel.set_ctrl(ctrl)
         self.gcl_run = grcr.CoupledLoopRun(self) if switching == "gcl" else None
         if self.grcr:
             if baumgarte is not None or projection:
@@ -455,6 +471,10 @@ class System(Derivatives):
             com, quat = com[:, :len(self.body_names)], quat[:, :len(self.body_names)]
         res = Result(ts, q, u, *names, com, quat, en[:, 0].copy(), en[:, 1].copy(), meta,
                      joint_geometry(self.model, self.body_names, com, quat))       # joint_pos etc., for animate
+        if getattr(self.model, "actuators", None):
+            F, C = self.kernel.actuator_forces_at(X, ts)
+            res.extra.update(actuator_names=np.array([a.name for a in self.model.actuators]), ctrl=C,
+                             actuator_force=F)
         if joint_wrench:
             res.extra.update(joint_wrench=self._in_joint_frames(self.kernel.joint_wrench_at(X, ts)),
                              joint_names=np.array(self.plan.joint_names))

@@ -1,0 +1,165 @@
+"""Actuators: controls that drive joint coordinates, in the kinds MuJoCo users know.
+
+Every kind is MuJoCo's affine actuator with a joint transmission and no activation dynamics (``dyntype="none"``):
+
+    L = gear q_d,   V = gear u_d                       (length and velocity of the transmission, MuJoCo's
+                                                        actuator_length / actuator_velocity)
+    c = clamp(ctrl, ctrlrange)                         (ctrlrange absent: not clamped)
+    f = (g0 + g1 L + g2 V) c + b0 + b1 L + b2 V        (gainprm[0:3], biasprm[0:3])
+    f = clamp(f, forcerange)                           (forcerange absent: not clamped)
+    tau_d += gear f                                    (the generalized force on coordinate d of the joint)
+
+    motor:    g = (1, 0, 0),   b = (0, 0, 0)
+    position: g = (kp, 0, 0),  b = (0, -kp, -kv)       (kv optional, default 0)
+    velocity: g = (kv, 0, 0),  b = (0, 0, -kv)
+    general:  g, b given
+
+The control of each actuator is an input of the compiled module (``ctrl=`` of forward_dynamics, simulate and
+rollout, in the order of the file's ``actuators:`` list); without one, the actuator's own ``ctrl`` function of
+the file (a constant, sine, step or table of time, default 0) drives it inside compiled code, so a position
+actuator with a ``ctrl`` table is a compiled PD law tracking that reference.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from .checks import ModelError, _num, _short, _vec
+
+ACTUATOR_KINDS = ("motor", "position", "velocity", "general")
+# where the compiled module takes the controls from (its CTRL_* codes): each actuator's ctrl function of the file,
+# given values, a table over time, a Python callable
+CTRL_SOURCES = (("file", 0), ("values", 1), ("table", 2), ("callable", 3))
+NPA = 11              # numbers per actuator in the parameter vector: gear, g0..g2, b0..b2, ctrlrange, forcerange
+
+
+@dataclass
+class Actuator:
+    name: str
+    joint: str
+    kind: str = "motor"                  # motor | position | velocity | general
+    dof: int = 0                         # velocity coordinate of the joint (scalar-coordinate joints)
+    gear: float = 1.0
+    kp: float = 0.0                      # position
+    kv: float = 0.0                      # position (optional), velocity
+    gain: Optional[np.ndarray] = None    # general: g0, g1, g2
+    bias: Optional[np.ndarray] = None    # general: b0, b1, b2
+    ctrlrange: Optional[np.ndarray] = None
+    forcerange: Optional[np.ndarray] = None
+    ctrl: object = None                  # TimeFunction: the file's control signal (default constant 0)
+
+    def affine(self):
+        """(gain, bias): the three coefficients of each, every kind in the general form."""
+        if self.kind == "motor":
+            return np.array([1.0, 0, 0]), np.zeros(3)
+        if self.kind == "position":
+            return np.array([self.kp, 0, 0]), np.array([0.0, -self.kp, -self.kv])
+        if self.kind == "velocity":
+            return np.array([self.kv, 0, 0]), np.array([0.0, 0, -self.kv])
+        return np.asarray(self.gain, float), np.asarray(self.bias, float)
+
+    def params(self) -> np.ndarray:
+        """The NPA numbers of the compiled module: gear, gain, bias, ctrlrange, forcerange (+-inf: no limit)."""
+        g, b = self.affine()
+        cr = self.ctrlrange if self.ctrlrange is not None else (-math.inf, math.inf)
+        fr = self.forcerange if self.forcerange is not None else (-math.inf, math.inf)
+        return np.concatenate([[self.gear], g, b, cr, fr])
+
+
+def validate_actuators(model, check_function) -> None:
+    """Check every actuator of a model (names, joint, kind parameters, ranges); normalise numbers in place.
+    check_function(fn, field): validates a TimeFunction (codegen.model.core)."""
+    from .core import SCALAR_JOINTS, TimeFunction
+    src = model.source
+    joints = {j.name: j for j in model.joints}
+    for i, a in enumerate(model.actuators):
+        f = f"actuators[{a.name if isinstance(a, Actuator) and isinstance(a.name, str) else i}]"
+        if not isinstance(a, Actuator):
+            raise ModelError(f"expected an Actuator, got {_short(a)}", src, f)
+        if not isinstance(a.kind, str) or a.kind not in ACTUATOR_KINDS:
+            raise ModelError(f"unknown actuator type {_short(a.kind)} (known: {', '.join(ACTUATOR_KINDS)})", src,
+                             f + ".type")
+        j = joints.get(a.joint) if isinstance(a.joint, str) else None
+        if j is None:
+            raise ModelError(f"joint {_short(a.joint)} does not exist", src, f + ".joint")
+        if j.type not in SCALAR_JOINTS:
+            raise ModelError(f"a {j.type} joint has no scalar coordinates to actuate (actuators drive revolute, "
+                             "prismatic, cylindrical, universal and planar coordinates)", src, f + ".joint")
+        a.dof = _num(a.dof, src, f + ".dof", integer=True)
+        if not (0 <= a.dof < j.nv):
+            raise ModelError(f"dof {a.dof} out of range for a {j.type} joint ({j.nv} velocities)", src, f + ".dof")
+        a.gear = _num(a.gear, src, f + ".gear")
+        if a.gear == 0:
+            raise ModelError("gear must be non-zero", src, f + ".gear")
+        a.kp = _num(a.kp, src, f + ".kp", nonneg=True, what="kp")
+        a.kv = _num(a.kv, src, f + ".kv", nonneg=True, what="kv")
+        if a.kind == "general":
+            a.gain = _vec(a.gain if a.gain is not None else [1.0, 0, 0], 3, src, f + ".gain")
+            a.bias = _vec(a.bias if a.bias is not None else [0.0, 0, 0], 3, src, f + ".bias")
+        for k in ("ctrlrange", "forcerange"):
+            r = getattr(a, k)
+            if r is not None:
+                r = _vec(r, 2, src, f"{f}.{k}")
+                if not r[0] <= r[1]:
+                    raise ModelError(f"{k} must be [low, high] with low <= high, got {_short(r.tolist())}", src,
+                                     f"{f}.{k}")
+                setattr(a, k, r)
+        if a.ctrl is None:
+            a.ctrl = TimeFunction("constant", value=0.0)
+        check_function(a.ctrl, f + ".ctrl")
+
+
+def actuator_dict(a: Actuator, function_dict) -> dict:
+    """The file form of an actuator (codegen.model.core.model_dict; function_dict: a TimeFunction's file form)."""
+    d = {"name": a.name, "type": a.kind, "joint": a.joint}
+    if a.dof:
+        d["dof"] = int(a.dof)
+    if a.gear != 1.0:
+        d["gear"] = float(a.gear)
+    if a.kind == "position":
+        d["kp"] = float(a.kp)
+        if a.kv:
+            d["kv"] = float(a.kv)
+    elif a.kind == "velocity":
+        d["kv"] = float(a.kv)
+    elif a.kind == "general":
+        d["gain"], d["bias"] = [float(x) for x in a.gain], [float(x) for x in a.bias]
+    for k in ("ctrlrange", "forcerange"):
+        if getattr(a, k) is not None:
+            d[k] = [float(x) for x in getattr(a, k)]
+    if a.ctrl is not None and not (a.ctrl.kind == "constant" and a.ctrl.value == 0):
+        d["ctrl"] = function_dict(a.ctrl)
+    return d
+
+
+ACTUATOR_KEYS = {"name", "type", "joint", "dof", "gear", "kp", "kv", "gain", "bias", "ctrlrange", "forcerange", "ctrl"}
+_KIND_KEYS = {"motor": set(), "position": {"kp", "kv"}, "velocity": {"kv"}, "general": {"gain", "bias"}}
+
+
+def actuator_from_dict(d: dict, source: str, fld: str, name, time_function) -> Actuator:
+    """One entry of a file's ``actuators:`` list (keys checked against its type)."""
+    kind = d.get("type", "motor")
+    if not isinstance(kind, str) or kind not in ACTUATOR_KINDS:
+        raise ModelError(f"unknown actuator type {_short(kind)} (known: {', '.join(ACTUATOR_KINDS)})", source,
+                         fld + ".type")
+    extra = sorted(set(d) & (set().union(*_KIND_KEYS.values()) - _KIND_KEYS[kind]))
+    if extra:
+        raise ModelError(f"a {kind} actuator takes no {', '.join(extra)}", source, fld)
+    if kind == "position" and "kp" not in d:
+        raise ModelError("missing (a position actuator needs its gain kp)", source, fld + ".kp")
+    if kind == "velocity" and "kv" not in d:
+        raise ModelError("missing (a velocity actuator needs its gain kv)", source, fld + ".kv")
+    for k in ("name", "joint"):
+        if k not in d:
+            raise ModelError("missing", source, f"{fld}.{k}")
+    return Actuator(name(d["name"], fld + ".name", "actuator name"), name(d["joint"], fld + ".joint", "joint name"),
+                    kind, d.get("dof", 0), d.get("gear", 1.0), d.get("kp", 0.0), d.get("kv", 0.0), d.get("gain"),
+                    d.get("bias"), d.get("ctrlrange"), d.get("forcerange"),
+                    time_function(d["ctrl"], source, fld + ".ctrl") if "ctrl" in d else None)
+
+
+__all__ = ["ACTUATOR_KINDS", "ACTUATOR_KEYS", "CTRL_SOURCES", "NPA", "Actuator", "actuator_dict", "actuator_from_dict",
+           "validate_actuators"]

@@ -1,0 +1,180 @@
+"""Actuators and controls (codegen/model/actuators.py, templates/shared/actuators.pyx.j2) against MuJoCo itself, on
+tests/model/mjcf/actuated_arm.xml: a motor with gear and control range, a position servo with force range, a
+velocity servo and a general affine actuator, on a slide-and-hinge arm with armature, damping and a spring.
+
+* mj_forward's qacc (contacts and constraints off) at random states and random controls, in and beyond
+  ctrlrange, so that the clamps act: 1e-9 relative;
+* MuJoCo's rollout (RK4, the same step) of 1 s with random controls held over each step: 1e-6;
+* rollout(ctrl=) equals simulate(ctrl=) with the same controls bit for bit; a table, a callable and the file's
+  own ctrl functions drive simulate in compiled code; the energy balance counts the actuators' work;
+* derivatives with actuators against central differences;
+* a position servo (YAML) reaches its target; bad actuator fields and unmodelled MuJoCo actuators exit 2."""
+import os
+
+import mujoco
+import numpy as np
+import pytest
+import yaml
+
+import codegen
+from codegen.cli import main
+from support.systems import get_system, rel_err
+
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mjcf")
+ARM = os.path.join(HERE, "actuated_arm.xml")
+
+
+@pytest.fixture(scope="module")
+def arm():
+    m = codegen.load_model(ARM)
+    mj = mujoco.MjModel.from_xml_path(ARM)
+    mj.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT) | int(mujoco.mjtDisableBit.mjDSBL_CONSTRAINT)
+    return m, mj, get_system(m)
+
+
+def random_ctrl(mj, rng, n=None):
+    """Controls over 1.5x each actuator's ctrlrange (or [-3, 3]), so that the clamp acts sometimes."""
+    lo = np.where(mj.actuator_ctrllimited, mj.actuator_ctrlrange[:, 0] * 1.5, -3.0)
+    hi = np.where(mj.actuator_ctrllimited, mj.actuator_ctrlrange[:, 1] * 1.5, 3.0)
+    return rng.uniform(lo, hi, size=(mj.nu,) if n is None else (n, mj.nu))
+
+
+def test_imported_in_mujocos_order(arm):
+    m, mj, _ = arm
+    assert [a.name for a in m.actuators] == ["push", "shoulder_servo", "elbow_speed", "wrist_affine"]
+    servo = m.actuators[1]
+    assert servo.affine()[0].tolist() == [40, 0, 0] and servo.affine()[1].tolist() == [0, -40, -2]
+    assert servo.forcerange.tolist() == [-8, 8] and servo.ctrlrange is None
+    assert m.actuators[0].gear == 25 and m.actuators[0].ctrlrange.tolist() == [-1, 1]
+
+
+def test_accelerations_match_mj_forward(arm):
+    m, mj, s = arm
+    d = mujoco.MjData(mj)
+    rng = np.random.default_rng(1)
+    clamped = 0
+    for _ in range(20):
+        q = rng.uniform(-1, 1, m.nq)
+        u = rng.normal(size=m.nv)
+        c = random_ctrl(mj, rng)
+        tau = rng.normal(size=m.nv)
+        d.qpos[:], d.qvel[:], d.ctrl[:], d.qfrc_applied[:] = q, u, c, tau
+        mujoco.mj_forward(mj, d)
+        assert rel_err(s.forward_dynamics(q, u, tau, ctrl=c), d.qacc) < 1e-9
+        assert rel_err(s.kernel.actuator_forces_at(np.r_[q, u][None], [0.0])[0][0], d.actuator_force) < 1e-12
+        clamped += np.any(np.abs(d.actuator_force[1]) == 8) + np.any(np.abs(c[[0, 3]]) > [1, 2])
+    assert clamped >= 5                                      # the ranges were exercised
+    # without ctrl: each actuator's ctrl function of the file (MJCF: 0)
+    d.ctrl[:] = 0
+    mujoco.mj_forward(mj, d)
+    assert rel_err(s.forward_dynamics(d.qpos, d.qvel, d.qfrc_applied), d.qacc) < 1e-9
+
+
+def test_rollout_matches_mujoco_rollout_and_simulate(arm):
+    from mujoco import rollout
+    m, mj, s = arm
+    dt, n = 0.002, 500
+    mj.opt.integrator = mujoco.mjtIntegrator.mjINT_RK4
+    mj.opt.timestep = dt
+    rng = np.random.default_rng(2)
+    q0, u0 = m.initial_state()
+    C = np.repeat(random_ctrl(mj, rng, 10), n // 10, axis=0)[None]      # piecewise constant, 1 x n x nu
+    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    d = mujoco.MjData(mj)
+    d.qpos[:], d.qvel[:] = q0, u0
+    x0 = np.empty(mujoco.mj_stateSize(mj, spec))
+    mujoco.mj_getState(mj, d, x0, spec)
+    st, _ = rollout.rollout(mj, d, x0[None], C)
+    qs, us = s.rollout(q0[None], u0[None], n, dt, ctrl=C)
+    assert np.abs(qs[0, 1:] - st[0, :, 1:1 + m.nq]).max() < 1e-6
+    assert np.abs(us[0, 1:] - st[0, :, 1 + m.nq:1 + m.nq + m.nv]).max() < 1e-6
+    # the same controls through simulate (held constant: one value per run) and rollout: bit for bit
+    c = C[0, 0]
+    res = s.simulate(0.2, dt, ctrl=c)
+    qs, us = s.rollout(q0[None], u0[None], 100, dt, ctrl=np.tile(c, (1, 100, 1)))
+    assert np.array_equal(res.q, qs[0]) and np.array_equal(res.u, us[0])
+    # a table of constant rows and a callable give the same run; the results name the actuators
+    for ctrl in ((np.array([0.0, 1.0]), np.tile(c, (2, 1))), lambda t, q, u: c):
+        r2 = s.simulate(0.2, dt, ctrl=ctrl)
+        assert np.array_equal(r2.q, res.q)
+    assert res.extra["actuator_names"].tolist() == [a.name for a in m.actuators]
+    assert res.extra["ctrl"].shape == res.extra["actuator_force"].shape == (len(res.t), len(m.actuators))
+    assert np.all(np.abs(res.extra["ctrl"][:, 0]) <= 1)                 # after ctrlrange
+    assert res.meta["energy"]["value"] < 1e-4          # the actuators' work is counted (left out: 7e-2)
+
+
+def test_derivatives_with_actuators(arm):
+    """The actuators' partials (position and velocity servos, the affine gain and bias) in the analytical
+    derivatives: central differences of forward_dynamics with the same controls."""
+    m, mj, s = arm
+    rng = np.random.default_rng(3)
+    q, u = rng.uniform(-0.5, 0.5, m.nq), rng.normal(size=m.nv)
+    c = np.array([0.3, 0.2, -0.4, 0.5])                                   # inside every range
+    Aq, Au, Mi = s.forward_dynamics_derivatives(q, u, ctrl=c)
+    h = 1e-6
+    for k in range(m.nv):
+        e = np.eye(m.nv)[k] * h
+        fq = (s.forward_dynamics(q + e, u, ctrl=c) - s.forward_dynamics(q - e, u, ctrl=c)) / (2 * h)
+        fu = (s.forward_dynamics(q, u + e, ctrl=c) - s.forward_dynamics(q, u - e, ctrl=c)) / (2 * h)
+        assert np.abs(Aq[:, k] - fq).max() < 1e-6 * max(1, np.abs(fq).max()), k
+        assert np.abs(Au[:, k] - fu).max() < 1e-6 * max(1, np.abs(fu).max()), k
+    Bc = Mi @ s.actuator_jacobian(q, u, ctrl=c)                            # dudot/dctrl
+    for a in range(len(c)):
+        e = np.eye(len(c))[a] * h
+        fc = (s.forward_dynamics(q, u, ctrl=c + e) - s.forward_dynamics(q, u, ctrl=c - e)) / (2 * h)
+        assert np.abs(Bc[:, a] - fc).max() < 1e-6 * max(1, np.abs(fc).max()), a
+    c[0] = 2.0                                                             # beyond ctrlrange: no effect at the margin
+    assert not np.any(s.actuator_jacobian(q, u, ctrl=c)[:, 0])
+
+
+SERVO = {
+    "name": "servo", "gravity": [0, 0, 0],
+    "bodies": [{"name": "link", "mass": 1.0, "com": [0.3, 0, 0], "inertia": [0.001, 0.01, 0.01]}],
+    "joints": [{"name": "hinge", "type": "revolute", "parent": "ground", "child": "link", "axis": [0, 0, 1],
+                "armature": 0.01}],
+    "actuators": [{"name": "servo", "type": "position", "joint": "hinge", "kp": 20.0, "kv": 2.0,
+                   "ctrl": {"step": {"t0": 0.1, "before": 0.0, "after": 0.8}}}],
+}
+
+
+def test_position_servo_reaches_its_target(tmp_path):
+    """A position actuator whose ctrl is a step in the model file: a compiled PD law; no Python per step."""
+    f = tmp_path / "servo.yaml"
+    f.write_text(yaml.safe_dump(SERVO))
+    m = codegen.load_model(f)
+    res = get_system(m).simulate(4.0, 0.01)
+    assert abs(res.q[-1, 0] - 0.8) < 1e-3 and abs(res.u[-1, 0]) < 1e-3
+    assert res.extra["ctrl"][0, 0] == 0.0 and res.extra["ctrl"][-1, 0] == 0.8
+    assert codegen.model_from_dict(m.to_dict()).actuators[0].ctrl.kind == "step"      # round trip
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"kp": -1.0}, "actuators[servo].kp"),
+    ({"ctrlrange": [1.0, -1.0]}, "low <= high"),
+    ({"joint": "elbow"}, "joint 'elbow' does not exist"),
+    ({"gear": 0}, "gear must be non-zero"),
+    ({"type": "velocity"}, "a velocity actuator takes no kp"),
+    ({"type": "thruster"}, "unknown actuator type"),
+])
+def test_bad_actuator_fields_exit_2(tmp_path, capsys, change, words):
+    d = yaml.safe_load(yaml.safe_dump(SERVO))
+    d["actuators"][0].update(change)
+    f = tmp_path / "bad.yaml"
+    f.write_text(yaml.safe_dump(d))
+    assert main(["check", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"mbgen: error: {f}: ") and words in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("actuator, words", [
+    ('<position joint="h" kp="10" timeconst="0.1"/>', "activation dynamics"),
+    ('<motor joint="b"/>', "only hinge and slide joints"),
+])
+def test_unmodelled_mujoco_actuators_are_refused_by_name(tmp_path, capsys, actuator, words):
+    p = tmp_path / "m.xml"
+    p.write_text('<mujoco><worldbody><body name="a"><joint name="h" type="hinge"/><geom size="0.1" contype="0" '
+                 'conaffinity="0"/><body name="c"><joint name="b" type="ball"/><geom size="0.1" contype="0" '
+                 f'conaffinity="0"/></body></body></worldbody><actuator>{actuator}</actuator></mujoco>')
+    assert main(["check", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert "actuator" in err and words in err and "Traceback" not in err, err
