@@ -28,6 +28,7 @@ from ..model import GROUND, JOINT_TYPES, QUATERNION_JOINTS, Model
 from ..model.actuators import CTRL_SOURCES, NPA
 
 NP_BODY = 34            # per body: s(3) C(9) m(1) rho(3) J'(9) Kout(9)
+NPL = 4                 # per limited coordinate: lower, upper, stiffness k, damping c
 P_GRAVITY = 0           # p[0:3] gravity
 IDENT_TOL = 1e-15       # C_j within this of the identity (max abs entry) is compiled as the identity
 
@@ -182,6 +183,12 @@ class Plan:
             data = {"iv": self.iv[k] + fe.dof, "name": fe.name, **_function_layout(fe.function)}
             self.forces.append(ForceTerm("jforce", off, data))
             off += data["n"]
+        self.limits: List[ForceTerm] = []                # limited coordinates: lower, upper, k, c
+        for k, j in enumerate(m.joints):
+            for d in range(j.nv if j.limits is not None else 0):
+                self.limits.append(ForceTerm("limit", off, {"iq": self.iq[k] + d, "iv": self.iv[k] + d, "l": len(self.limits),
+                                                           "name": f"{j.name}.{JOINT_TYPES[j.type][2][d]}"}))
+                off += NPL
         self.actuators: List[ForceTerm] = []             # actuators: NPA numbers, then the ctrl function's
         for a, act in enumerate(m.actuators):
             k = jidx[act.joint]
@@ -190,6 +197,18 @@ class Plan:
             self.actuators.append(ForceTerm("actuator", off, data))
             off += NPA + data["n"]
         self.np = off
+
+    def limit_numbers(self):
+        """Per limited coordinate: lower, upper, time constant, damping ratio."""
+        return [(*j.limits[d], *j.limit_solref) for j in self.model.joints if j.limits is not None
+                for d in range(j.nv)]
+
+    def limit_gains(self, p, meff) -> None:
+        """Write each limit's stiffness k = m / (T zeta)^2 and damping c = 2 m / T into p (MuJoCo's solref with
+        its default impedance 1), m: the coordinate's diagonal mass-matrix entry meff[iv] at the initial state."""
+        for term, (_, _, T, zeta) in zip(self.limits, self.limit_numbers()):
+            m = meff[term.data["iv"]]
+            p[term.index + 2:term.index + 4] = m / (T * zeta) ** 2, 2.0 * m / T
 
     def body_frames(self):
         """Per body: (s, C, G) with G = child placement composed with K (body frame -> ref frame)."""
@@ -237,6 +256,8 @@ class Plan:
             o = next(fi).index
             vals = _function_params(fe.function)
             p[o:o + len(vals)] = vals
+        for term, (lo, hi, T, zeta) in zip(self.limits, self.limit_numbers()):
+            p[term.index:term.index + 2] = lo, hi                 # k, c: set by the runtime (limit_gains)
         for act, term in zip(m.actuators, self.actuators):
             o = term.index
             p[o:o + NPA] = act.params()
@@ -267,14 +288,17 @@ class Plan:
 
     # ------------------------------------------------------------ description
     def roadmap(self) -> List[str]:
-        """SD/FAST-style table of the tree for the generated file's header."""
-        rows = [f"{'#':>5} {'body':<16} {'parent':<16} {'joint':<16} {'type':<12} {'q':>9} {'u':>9}"]
+        """SD/FAST-style table of the tree for the generated file's header and `mbgen check` (names in full: the
+        columns are as wide as the longest)."""
+        b = max([16] + [len(n) for n in self.body_names])
+        jw = max([16] + [len(n) for n in self.joint_names])
+        rows = [f"{'#':>5} {'body':<{b}} {'parent':<{b}} {'joint':<{jw}} {'type':<12} {'q':>9} {'u':>9}"]
         for k in range(self.nb):
             par = self.body_names[self.parent[k]] if self.parent[k] >= 0 else GROUND
             nq, nv = JOINT_TYPES[self.types[k]][:2]
             qr = f"{self.iq[k]}:{self.iq[k] + nq}" if nq else "-"
             ur = f"{self.iv[k]}:{self.iv[k] + nv}" if nv else "-"
-            rows.append(f"{k:>5} {self.body_names[k][:16]:<16} {par[:16]:<16} {self.joint_names[k][:16]:<16} "
+            rows.append(f"{k:>5} {self.body_names[k]:<{b}} {par:<{b}} {self.joint_names[k]:<{jw}} "
                         f"{self.types[k]:<12} {qr:>9} {ur:>9}")
         return rows
 
@@ -292,7 +316,7 @@ def template_vars(plan: Plan, work_size: int) -> dict:
                 body=body_kernels(kinds),
                 point_forces=any(f.kind == "point" for f in plan.forces), loops=False, nb=plan.nb, nq=plan.nq, nv=plan.nv, np=plan.np, npb=NP_BODY, roadmap=plan.roadmap(),
                 parm=plan.arm_off, actuators=plan.actuators, npa=NPA, nu=len(plan.actuators),
-                ctrl_sources=CTRL_SOURCES,
+                ctrl_sources=CTRL_SOURCES, limits=plan.limits,
                 segments=plan.segments, parent=plan.parent, iq=plan.iq, iv=plan.iv, quat=plan.quat_offsets,
                 jcalc={t: jcalc_code(t) for t in plan.joint_types_used}, forces=plan.forces,
                 work_size=work_size + 8, types_nv=[(t, JOINT_TYPES[t][1]) for t in plan.joint_types_used],

@@ -76,7 +76,7 @@ def add_model_args(sp_, build=True, cache=True):
     robot.add_argument("--ignore-contacts", action="store_true",
                        help="MJCF: simulate without contacts instead of refusing a file whose geoms can touch")
     robot.add_argument("--ignore-actuators", action="store_true",
-                       help="MJCF: simulate without the file's actuators instead of refusing it")
+                       help="MJCF: simulate without the file's actuators (their controls then drive nothing)")
     if build:
         sp_.add_argument("--algorithm", default="recursive", choices=list(FAMILIES),
                          help="dynamics algorithm (see 'mbgen inspect algorithms'); flexible-beam models take "

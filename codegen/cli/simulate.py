@@ -74,6 +74,8 @@ def register(sub):
     s.add_argument("--out", default=None,
                    help="NPZ path (default: results/MODEL[-ALGORITHM][-REFPOINT][-INTEGRATOR].npz, naming the "
                         "method options that differ from the default run)")
+    s.add_argument("--no-limits", action="store_true",
+                   help="do not enforce the joint limits (the model's limits:, MJCF ranges, URDF <limit>)")
     s.add_argument("--joint-wrench", action="store_true",
                    help="also store the joint reaction wrenches (NPZ joint_wrench: nt x n_joints x 6, fx fy fz mx my "
                         "mz in each joint's child-side frame, about the joint point; joint_names); rigid models")
@@ -136,8 +138,9 @@ def choose_integrator(s, opt, force=False, name="") -> tuple:
 
 
 def default_out(args, m, integ, origin, auto) -> str:
-    """results/MODEL.npz for the default run; the algorithm, reference point and integrator join the name when
-    they differ from what `mbgen simulate MODEL` alone uses."""
+    """results/MODEL.npz for the default run (MODEL: the model's name; a robot file's stem, since the names inside
+    URDF and MJCF files often collide); the algorithm, reference point and integrator join the name when they
+    differ from what `mbgen simulate MODEL` alone uses."""
     beams = hasattr(m, "beams")
     alg = None if args.algorithm in (("recursive", "rancf") if beams else ("recursive",)) else args.algorithm
     ref = args.ref_point if args.algorithm == "recursive" and args.ref_point not in (None, "centroid") else \
@@ -145,7 +148,11 @@ def default_out(args, m, integ, origin, auto) -> str:
         args.switching if args.algorithm == "grcr" and args.switching == "gcl" else None
     file_integ = (getattr(m, "simulation", None) or {}).get("integrator") or auto
     integ_part = integ if origin["integrator"] == "option" and integ != file_integ else None
-    return os.path.join("results", default_stem(m.name, alg, ref, integ_part) + ".npz")
+    name = m.name
+    src = str(getattr(m, "source", ""))
+    if os.path.splitext(src)[1].lower() in (".urdf", ".xml", ".mjcf"):     # robot files: their internal names
+        name = os.path.splitext(os.path.basename(src))[0] or name       # collide (two laikago URDFs are 'plane')
+    return os.path.join("results", default_stem(name, alg, ref, integ_part) + ".npz")
 
 
 def cmd_simulate(args):
@@ -176,7 +183,8 @@ def cmd_simulate(args):
     try:
         res = s.simulate(opt["t_end"], opt["dt"], integrator=integ, rtol=opt["rtol"], atol=opt["atol"],
                          substeps=opt["substeps"], progress=not args.quiet, check_energy=opt["check_energy"],
-                         keep_partial=args.keep_partial, joint_wrench=args.joint_wrench, **extra)
+                         keep_partial=args.keep_partial, joint_wrench=args.joint_wrench,
+                         limits=not args.no_limits, **extra)
     except SimulationDiverged as e:
         print(f"mbgen: error: {e}\n  no results written (--keep-partial saves the samples before the failure)",
               file=sys.stderr)

@@ -159,7 +159,9 @@ def _compile(pyx: Path, build_dir: Path, modname: str, quiet: bool) -> Path:
     omp = openmp_flags()
     ext = Extension(modname, [str(pyx)], include_dirs=[numpy.get_include()],
                     define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-                    extra_compile_args=["-O3", "-fno-math-errno", "-w"] + native_flags() + omp, extra_link_args=omp)
+                    # -g0: no debug information (Python's own CFLAGS carry -g): a third less compile time
+                    extra_compile_args=["-O3", "-g0", "-fno-math-errno", "-w"] + native_flags() + omp,
+                    extra_link_args=omp)
     exts = cythonize([ext], quiet=True, language_level=3,
                      compiler_directives={"boundscheck": False, "wraparound": False, "cdivision": True})
     dist = Distribution({"name": modname, "ext_modules": exts})
@@ -560,9 +562,13 @@ def clean_cache(cache_dir=None, older_than_days: Optional[float] = None, timeout
 
 def _cython_errors(pyx: Path) -> str:
     """Cython's own error report for a failed build (first lines), for the BuildError message."""
+    import tempfile
     try:
-        out = subprocess.run([sys.executable, "-m", "cython", "-3", str(pyx), "-o", os.devnull],
-                             capture_output=True, text=True, timeout=300)
+        # the C output goes to a scratch folder, never to os.devnull: Cython deletes its output file when the
+        # source has errors, and run as root that unlinks /dev/null itself
+        with tempfile.TemporaryDirectory(prefix="mbgen_cython_") as tmp:
+            out = subprocess.run([sys.executable, "-m", "cython", "-3", str(pyx), "-o", os.path.join(tmp, "out.c")],
+                                 capture_output=True, text=True, timeout=300)
         return "\n".join((out.stdout + out.stderr).splitlines()[:25])
     except (OSError, subprocess.SubprocessError) as e:
         return f"(could not re-run cython: {e})"

@@ -69,10 +69,10 @@ class Actuator:
         return np.concatenate([[self.gear], g, b, cr, fr])
 
 
-def validate_actuators(model, check_function) -> None:
+def validate_actuators(model, check_function, scalar_joints, zero) -> None:
     """Check every actuator of a model (names, joint, kind parameters, ranges); normalise numbers in place.
-    check_function(fn, field): validates a TimeFunction (codegen.model.core)."""
-    from .core import SCALAR_JOINTS, TimeFunction
+    check_function(fn, field): validates a TimeFunction; scalar_joints: the joint types with scalar coordinates;
+    zero(): the default ctrl function (codegen.model.core passes all three)."""
     src = model.source
     joints = {j.name: j for j in model.joints}
     for i, a in enumerate(model.actuators):
@@ -85,7 +85,7 @@ def validate_actuators(model, check_function) -> None:
         j = joints.get(a.joint) if isinstance(a.joint, str) else None
         if j is None:
             raise ModelError(f"joint {_short(a.joint)} does not exist", src, f + ".joint")
-        if j.type not in SCALAR_JOINTS:
+        if j.type not in scalar_joints:
             raise ModelError(f"a {j.type} joint has no scalar coordinates to actuate (actuators drive revolute, "
                              "prismatic, cylindrical, universal and planar coordinates)", src, f + ".joint")
         a.dof = _num(a.dof, src, f + ".dof", integer=True)
@@ -108,7 +108,7 @@ def validate_actuators(model, check_function) -> None:
                                      f"{f}.{k}")
                 setattr(a, k, r)
         if a.ctrl is None:
-            a.ctrl = TimeFunction("constant", value=0.0)
+            a.ctrl = zero()
         check_function(a.ctrl, f + ".ctrl")
 
 

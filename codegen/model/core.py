@@ -33,6 +33,7 @@ FORCE_FUNCTIONS = ("constant", "sine", "step", "table")
 
 from .checks import (LIMITS, ModelError, _check_count, _check_inertias, _check_rotations, _mat3, _name,  # noqa: F401
                      _normalised, _num, _numlist, _seq, _short, _too_many, _unit, _vec, limits_text)
+from .actuators import actuator_dict, validate_actuators  # noqa: E402
 from .rotations import frame_to_axis, quat_to_rot, rot_axis_angle, rot_rpy, rot_to_quat  # noqa: F401,E402
 from .massprops import check_mass_matrix  # noqa: E402
 
@@ -66,6 +67,8 @@ class Joint:
     q0: Optional[np.ndarray] = None
     u0: Optional[np.ndarray] = None
     armature: Optional[np.ndarray] = None  # rotor inertia per velocity coordinate (nv), added to M's diagonal
+    limits: Optional[np.ndarray] = None    # nv x 2: lower, upper limit of each coordinate (scalar joints)
+    limit_solref: Optional[np.ndarray] = None   # the limits' time constant [s] and damping ratio (default 0.02, 1)
 
     @property
     def nq(self) -> int:
@@ -199,6 +202,7 @@ class Model:
                               0 if f.function.t is None else len(f.function.t)] for f in self.joint_forces],
             "actuators": [[a.joint, a.dof, a.ctrl.kind, 0 if a.ctrl.t is None else len(a.ctrl.t)]
                           for a in self.actuators],
+            "limits": [j.name for j in self.joints if j.limits is not None],
         }
 
     def to_dict(self) -> dict:
@@ -226,6 +230,37 @@ def _armature(j: Joint, src, fld) -> Optional[np.ndarray]:
     return a if np.any(a) else None
 
 
+LIMIT_SOLREF = (0.02, 1.0)     # MuJoCo's default solref: time constant [s], damping ratio
+
+
+def _limits(j: Joint, src, f) -> None:
+    """A joint's limits: [lower, upper] per coordinate (one pair for a one-coordinate joint), lower < upper;
+    limit_solref: time constant > 0 and damping ratio > 0."""
+    if j.type not in SCALAR_JOINTS:
+        raise ModelError(f"a {j.type} joint takes no limits (limits bound scalar coordinates: revolute, prismatic, "
+                         "cylindrical, universal, planar)", src, f + ".limits")
+    if j.limits is None:
+        raise ModelError("limit_solref without limits", src, f + ".limit_solref")
+    v = j.limits
+    if j.nv == 1 and isinstance(v, (list, tuple, np.ndarray)) and len(v) == 2 and not isinstance(v[0], (list, tuple,
+                                                                                                    np.ndarray)):
+        v = [v]
+    seq = _seq(v)
+    if seq is None or len(seq) != j.nv:
+        raise ModelError(f"expected {j.nv} pair(s) [lower, upper], got {_short(j.limits)}", src, f + ".limits")
+    lim = np.array([_vec(x, 2, src, f"{f}.limits[{k}]") for k, x in enumerate(seq)])
+    bad = np.flatnonzero(lim[:, 0] >= lim[:, 1])
+    if bad.size:
+        raise ModelError(f"lower must be below upper, got {_short(lim[bad[0]].tolist())}", src, f"{f}.limits")
+    j.limits = lim
+    sr = LIMIT_SOLREF if j.limit_solref is None else j.limit_solref
+    sr = _vec(sr, 2, src, f + ".limit_solref")
+    if not (sr[0] > 0 and sr[1] > 0):
+        raise ModelError(f"time constant and damping ratio must be > 0, got {_short(sr.tolist())}", src,
+                         f + ".limit_solref")
+    j.limit_solref = sr
+
+
 def model_dict(model: Model) -> dict:
     """Everything of a Model as the YAML schema (README "Model files"): loads back to the same model."""
     def frame(p):
@@ -241,7 +276,7 @@ def model_dict(model: Model) -> dict:
     for j in model.joints + model.cuts:
         e = {"name": j.name, "type": j.type, "parent": j.parent, "child": j.child,
              "parent_frame": frame(j.parent_frame), "child_frame": frame(j.child_frame)}
-        for k in ("axis", "axis2", "q0", "u0", "armature"):
+        for k in ("axis", "axis2", "q0", "u0", "armature", "limits", "limit_solref"):
             if getattr(j, k) is not None:
                 e[k] = _f(getattr(j, k))
         d.setdefault("loops" if id(j) in cut_ids else "joints", []).append(e)
@@ -259,7 +294,6 @@ def model_dict(model: Model) -> dict:
     if forces:
         d["forces"] = forces
     if model.actuators:
-        from .actuators import actuator_dict
         d["actuators"] = [actuator_dict(a, function_dict) for a in model.actuators]
     if model.simulation:
         d["simulation"] = dict(model.simulation)
@@ -350,6 +384,8 @@ def validate(model: Model) -> None:
             j.u0 = _vec(j.u0, j.nv, src, f + ".u0")
         if j.armature is not None:
             j.armature = _armature(j, src, f + ".armature")
+        if j.limits is not None or j.limit_solref is not None:
+            _limits(j, src, f)
 
     _check_rotations(rots, src, rot_fields)
     for b in model.bodies:
@@ -419,40 +455,41 @@ def validate(model: Model) -> None:
         fe.dof = _num(fe.dof, src, f + ".dof", integer=True)
         if not (0 <= fe.dof < j.nv):
             raise ModelError(f"dof {fe.dof} out of range for a {j.type} joint ({j.nv} velocities)", src, f + ".dof")
-        _check_function(fe.function, src, f + ".value")
+        _check_function(fe.function, src, f, "value")
     fnames = [x.name for x in (*model.springs, *model.point_springs, *model.joint_forces)]
     for nm in fnames:
         if nm in names:
             raise ModelError(f"duplicate name {nm!r}", src, f"forces[{nm}].name")
         names[nm] = "force"
     if model.actuators:
-        from .actuators import validate_actuators
         _check_count(model.actuators, "actuators", "forces", src, "actuators")
-        validate_actuators(model, lambda fn, f: _check_function(fn, src, f))
+        validate_actuators(model, lambda fn, f: _check_function(fn, src, f, "ctrl"), SCALAR_JOINTS,
+                           lambda: TimeFunction("constant", value=0.0))
         for a in model.actuators:
             if a.name in names:
                 raise ModelError(f"duplicate name {a.name!r}", src, f"actuators[{a.name}].name")
             names[a.name] = "actuator"
 
 
-def _check_function(fn, src, f) -> None:
-    """A TimeFunction (a joint force's value, an actuator's ctrl) at field f: numbers finite, tables increasing."""
+def _check_function(fn, src, f, key) -> None:
+    """A TimeFunction (a joint force's value, an actuator's ctrl) of element f at f.key: numbers finite, tables
+    increasing (table faults named at f.table)."""
     if not isinstance(fn, TimeFunction):
-        raise ModelError(f"expected a TimeFunction, got {_short(fn)}", src, f)
+        raise ModelError(f"expected a TimeFunction, got {_short(fn)}", src, f"{f}.{key}")
     if not isinstance(fn.kind, str) or fn.kind not in FORCE_FUNCTIONS:
         raise ModelError(f"unknown function {_short(fn.kind)} (known: {', '.join(FORCE_FUNCTIONS)})", src, f)
-    fv = f"{f}.{fn.kind}"
+    fv = f"{f}.{key}.{fn.kind}"
     for k in ("value", "amplitude", "frequency", "phase", "offset", "t0", "value_before"):
         setattr(fn, k, _num(getattr(fn, k), src, f"{fv}.{k}"))
     if fn.kind == "table":
         if fn.t is None or fn.y is None:
-            raise ModelError("table needs t and value lists of equal length >= 2", src, fv)
+            raise ModelError("table needs t and value lists of equal length >= 2", src, f + ".table")
         fn.t = _numlist(fn.t, src, fv + ".t")
         fn.y = _numlist(fn.y, src, fv + ".value")
         if fn.t.shape != fn.y.shape or len(fn.t) < 2:
-            raise ModelError("table needs t and value lists of equal length >= 2", src, fv)
+            raise ModelError("table needs t and value lists of equal length >= 2", src, f + ".table")
         if np.any(np.diff(fn.t) <= 0):
-            raise ModelError("table t must be strictly increasing", src, fv + ".t")
+            raise ModelError("table t must be strictly increasing", src, f + ".table.t")
 
 
 def _check_joint_frames(j: Joint, src: str, f: str, rots: list, rot_fields: list) -> None:
@@ -506,8 +543,9 @@ def _check_cuts(model: Model, names: dict) -> None:
                                  (f" (nor '{GROUND}')" if side == "parent" else ""), src, f"{f}.{side}")
         if c.parent == c.child:
             raise ModelError("a loop-closing joint needs two different bodies", src, f + ".child")
-        if c.armature is not None:
-            raise ModelError("a loop-closing joint has no coordinates to carry armature", src, f + ".armature")
+        for k in ("armature", "limits"):
+            if getattr(c, k) is not None:
+                raise ModelError(f"a loop-closing joint has no coordinates to carry {k}", src, f"{f}.{k}")
         if c.q0 is not None or c.u0 is not None:
             raise ModelError("a loop-closing joint has no coordinates of its own (it adds constraints; its "
                              "coordinate follows from the tree's)", src, f + (".q0" if c.q0 is not None else ".u0"))

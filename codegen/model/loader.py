@@ -85,8 +85,8 @@ def _time_function(d, source, fld) -> TimeFunction:
 _TOP_KEYS = {"name", "gravity", "bodies", "joints", "loops", "forces", "actuators", "simulation"}   # 'simulation': read elsewhere
 _BODY_KEYS = {"name", "mass", "com", "inertia"}
 _JOINT_KEYS = {"name", "type", "parent", "child", "parent_frame", "child_frame", "axis", "axis2", "q0", "u0",
-               "armature"}
-_CUT_KEYS = _JOINT_KEYS - {"q0", "u0", "armature"}
+               "armature", "limits", "limit_solref"}
+_CUT_KEYS = _JOINT_KEYS - {"q0", "u0", "armature", "limits", "limit_solref"}
 _FORCE_KEYS = {"joint_spring_damper": {"name", "type", "joint", "stiffness", "damping", "q_ref"},
                "point_spring_damper": {"name", "type", "body_a", "point_a", "body_b", "point_b", "stiffness",
                                        "damping", "length"},
@@ -145,7 +145,7 @@ def model_from_dict(d: dict, source: str = "<model>", strict_names: bool = False
                    _placement(j.get("parent_frame"), source, f + ".parent_frame"),
                    _placement(j.get("child_frame"), source, f + ".child_frame"),
                    axis=j.get("axis"), axis2=j.get("axis2"), q0=j.get("q0"), u0=j.get("u0"),
-                   armature=j.get("armature"))
+                   armature=j.get("armature"), limits=j.get("limits"), limit_solref=j.get("limit_solref"))
         if jt.q0 is not None and not isinstance(jt.q0, list):
             jt.q0 = [jt.q0]
         if jt.u0 is not None and not isinstance(jt.u0, list):

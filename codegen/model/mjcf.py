@@ -18,6 +18,10 @@ Mapping:
 * hinge and slide ``stiffness``/``springref`` and ``damping`` -> joint spring-dampers (as MuJoCo's passive forces).
 * ``armature`` (``dof_armature``) -> the joint's armature, per velocity coordinate (added to the mass matrix's
   diagonal, as MuJoCo does).
+* hinge and slide limits (``range`` where limited) with their ``solref`` (time constant, damping ratio) -> the
+  joint's limits, a compliant spring-damper of that time constant (templates/shared/limits.pyx.j2; MuJoCo's own
+  limit is a soft constraint of its solver: the same time scale, not the same force). Ball-joint limits (cones)
+  and solref in the stiffness-damping form are refused.
 * gravity: ``opt.gravity`` (zero if the file disables gravity).
 
 Refused with a message (they change the dynamics and have no counterpart here): equality constraints (closed
@@ -27,7 +31,7 @@ too, unless ``ignore_contacts``: then the model is simulated without them and a 
 * actuators with a hinge or slide joint transmission and no activation dynamics (motor, position without
   timeconst, velocity, general affine) -> general affine actuators (codegen.model.actuators), in MuJoCo's order,
   so ``ctrl`` is MuJoCo's; other transmissions and dynamics are refused by name. ``ignore_actuators`` drops them
-  all (with a ``ModelWarning``). Joint limits are ignored (as for URDF). Box, cylinder, capsule and sphere geoms are kept
+  all (with a ``ModelWarning``). Box, cylinder, capsule and sphere geoms are kept
 in ``model.visuals`` (body frame, full lengths) for drawing.
 """
 from __future__ import annotations
@@ -117,10 +121,16 @@ def model_from_mjmodel(mj, path: str = "<mjcf>", ignore_contacts: bool = False,
     # what has no counterpart here
     problems = []
     if mj.neq:
-        problems.append(f"{mj.neq} equality constraints (closed loops and joint couplings are not supported yet; "
-                        "loops with cut joints are planned)")
-    if mj.ntendon:
-        problems.append(f"{mj.ntendon} tendons")
+        problems.append(f"{mj.neq} equality constraints (connect, weld and joint couplings are not imported yet; a "
+                        "model file's loops: section closes loops with cut joints)")
+    used = set(mj.actuator_trnid[mj.actuator_trntype == mujoco.mjtTrn.mjTRN_TENDON, 0].tolist()) \
+        if mj.nu and not ignore_actuators and not mj.opt.disableflags & int(D.mjDSBL_ACTUATION) else set()
+    tendons = [t for t in range(mj.ntendon) if t in used or mj.tendon_stiffness[t] or mj.tendon_damping[t]
+               or mj.tendon_limited[t]]                  # a tendon without any of these changes nothing
+    if tendons:
+        tnames = _names(mj, mujoco, O.mjOBJ_TENDON, mj.ntendon, "tendon")
+        problems.append(f"{len(tendons)} tendons ({listing(tnames[t] for t in tendons)}: stiffness, damping, "
+                        "limits or actuators on tendons are not modelled)")
     for what, arr in (("friction loss", mj.dof_frictionloss),):
         bad = [jnames[mj.dof_jntid[i]] for i in np.flatnonzero(arr)]
         if bad:
@@ -137,6 +147,11 @@ def model_from_mjmodel(mj, path: str = "<mjcf>", ignore_contacts: bool = False,
             if (springs_on and mj.jnt_stiffness[j]) or (dampers_on and np.any(mj.dof_damping[adr:adr + 3 + 3 * (mj.jnt_type[j] == 0)])):
                 problems.append(f"stiffness or damping on the {JOINT_TYPES[mj.jnt_type[j]]} joint {jnames[j]!r} "
                                 "(only hinge and slide joints take them)")
+        if mj.jnt_limited[j] and mj.jnt_type[j] == 1:
+            problems.append(f"the limit (a cone) of the ball joint {jnames[j]!r} (limits bound hinge and slide joints)")
+        if mj.jnt_limited[j] and mj.jnt_type[j] in (2, 3) and not np.all(mj.jnt_solref[j] > 0):
+            problems.append(f"solref {mj.jnt_solref[j].tolist()} of the limit of joint {jnames[j]!r} (only the "
+                            "time constant and damping ratio form, both > 0)")
         if mj.jnt_type[j] == 0 and mj.body_parentid[mj.jnt_bodyid[j]] != 0:
             problems.append(f"the free joint {jnames[j]!r} is not in a top-level body")
     ignored = []
@@ -196,8 +211,11 @@ def model_from_mjmodel(mj, path: str = "<mjcf>", ignore_contacts: bool = False,
                 pf, cf = Placement(fpos, frot), Placement(a, np.eye(3))
             adr = int(mj.jnt_dofadr[j])
             arm = np.array(mj.dof_armature[adr:adr + {"free": 6, "spherical": 3}.get(jt, 1)], float)
+            lim = mj.jnt_limited[j] and jt in ("revolute", "prismatic")
             joints.append(Joint(jnames[j], jt, par, child, pf, cf, axis=axis if jt in ("revolute", "prismatic")
-                                else None, q0=q0.copy(), armature=arm if np.any(arm) else None))
+                                else None, q0=q0.copy(), armature=arm if np.any(arm) else None,
+                                limits=np.array([mj.jnt_range[j]], float) if lim else None,
+                                limit_solref=np.array(mj.jnt_solref[j], float) if lim else None))
             if k < len(ids) - 1:
                 bodies.append(Body(child, 0.0, np.zeros(3), np.zeros((3, 3))))
             par = child

@@ -71,6 +71,18 @@ def read_limited(path: str, empty: str = "empty file") -> bytes:
     return data
 
 
+_XML_DECL = re.compile(rb"""^(\s*<\?xml[^>]*?version\s*=\s*)(["'])([^"']*)\2""")
+
+
+def xml_version_1(data: bytes) -> bytes:
+    """The document with an XML declaration of another version than 1.0 or 1.1 (``<?xml version="0.0"?>``, seen in
+    robot files that yourdfpy, pinocchio and pybullet load) declared 1.0; libxml2 refuses other versions."""
+    m = _XML_DECL.match(data[:200])
+    if m and m.group(3) not in (b"1.0", b"1.1"):
+        return data[:m.start(3)] + b"1.0" + data[m.end(3):]
+    return data
+
+
 def parse_xml(data: bytes, path: str, what: str):
     """The root element of a well-formed XML document; no entity expansion, no DTD, no network access."""
     etree = require("lxml.etree", path)

@@ -233,10 +233,18 @@ def _rigid():
                      "description": "rotor inertia [kg m^2, or kg for a slide] added to the mass matrix's diagonal "
                                     "at each velocity coordinate of the joint (MuJoCo's armature): one number "
                                     "for all, or one per coordinate (default 0)"},
+        "limits": {"anyOf": [_vector(2), {"type": "array", "items": _vector(2), "minItems": 1, "maxItems": 3}],
+                   "x-expected": "[lower, upper], or one such pair per coordinate",
+                   "description": "joint limits of a scalar joint's coordinates [rad or m], enforced by a compliant "
+                                  "one-sided spring-damper (see limit_solref)"},
+        "limit_solref": {"anyOf": [_vector(2)], "x-expected": "[time constant, damping ratio]",
+                         "description": "the limits' stiffness and damping as MuJoCo's solref: k = m / (T zeta)^2, "
+                                        "c = 2 m / T with m the coordinate's inertia at q0 (default 0.02 1)"},
     }, required=("name", "type", "parent", "child"))
     cut = _mapping("a loop-closing (cut) joint between two bodies of the tree (parent: a body or ground); the "
                    "same fields as a joint, no coordinates of its own", {
-                       k: v for k, v in joint["properties"].items() if k not in ("q0", "u0", "armature")},
+                       k: v for k, v in joint["properties"].items() if k not in ("q0", "u0", "armature", "limits",
+                                                                                 "limit_solref")},
                    required=("name", "type", "parent", "child"))
     cut["properties"]["type"] = dict(joint["properties"]["type"], enum=[t for t in JOINT_TYPES if t != "free"])
     joint["allOf"] = _joint_kinds()

@@ -45,7 +45,7 @@ class Derivatives:
             from ..compiler import build_module
             mod, _ = build_module(self.model, self.family.name, derivatives=True, **self._build_args, **self.options)
             k = getattr(mod, self.family.kernel_class)()
-            k.set_params(self.plan.params())
+            k.set_params(self._params())
             k.set_hook(self.model.tau_hook)
             if self.feedback is not None:
                 k.set_feedback(*self.feedback)

@@ -230,7 +230,7 @@ def rk4_stable_step(system):
 # ---------------------------------------------------------------------------------------------- energy
 def applied_power(system, res, joint_forces_only=False):
     """Power of the non-conservative applied forces at the samples (W), or None when it is not known (a
-    force hook).  Joint dampers: -c u^2; joint forces: f(t) u; actuators: gear f u; point dampers: -c (dL/dt)^2 with dL/dt from
+    force hook).  Joint dampers: -c u^2; joint forces: f(t) u; actuators: gear f u; joint limits: f u; point dampers: -c (dL/dt)^2 with dL/dt from
     the sampled spring length (second-order differences).  Springs and gravity are in the potential; beam
     loads are constant (in energy_gravity), so beam models have none.  joint_forces_only: the joint forces'
     part alone."""
@@ -248,9 +248,12 @@ def applied_power(system, res, joint_forces_only=False):
     for f in m.joint_forces:
         iv = off[f.joint][1] + f.dof
         P += np.array([f.function(t) for t in res.t]) * res.u[:, iv]
-    if "actuator_force" in getattr(res, "extra", {}):        # actuators: gear f u
-        for a, f in zip(m.actuators, res.extra["actuator_force"].T):
+    extra = getattr(res, "extra", {})
+    if "actuator_force" in extra:            # actuators: gear f u
+        for a, f in zip(m.actuators, extra["actuator_force"].T):
             P += a.gear * f * res.u[:, off[a.joint][1] + a.dof]
+    if "limit_force" in extra:               # joint limits: f u (spring and damper, one-sided)
+        P += np.einsum("sl,sl->s", extra["limit_force"], res.u[:, [t.data["iv"] for t in system.plan.limits]])
     fb = getattr(system, "feedback", None)
     if fb is not None:                       # the compiled state feedback (set_feedback): tau_ref - K (x - x_ref)
         K, xr, tr = fb
@@ -337,7 +340,8 @@ def runaway(system, res, X):
     if n > 1:
         pre = SimpleNamespace(t=ts[:n], q=res.q[:n], u=res.u[:n], energy_kinetic=T[:n], energy_potential=V[:n],
                               body_names=res.body_names, body_com=res.body_com[:n], body_quat=res.body_quat[:n],
-                              extra={k: v[:n] for k, v in res.extra.items() if k == "actuator_force"})
+                              extra={k: v[:n] for k, v in res.extra.items() if k in ("actuator_force",
+                                                                                      "limit_force")})
         with np.errstate(all="ignore"):
             P = applied_power(system, pre)
             if P is not None:

@@ -52,7 +52,7 @@ class System(Derivatives):
         self.plan = self.family.make_plan(model)
         self.kernel = getattr(self.module, self.family.kernel_class)()
         self._dkernel = self.kernel if derivatives else None     # the kernel with the derivatives (on first use)
-        self.kernel.set_params(self.plan.params())
+        self.kernel.set_params(self._params())
         if self.beams:
             self.kernel.set_method(BEAM_METHODS.index(algorithm))
             self.node_names = list(self.plan.node_names)
@@ -113,12 +113,31 @@ class System(Derivatives):
                              "which joint frames are unrotated) and the new numbers differ there: build a new System")
         self.model, self.plan = model, plan
         self._K = None
+        p = self._params()
         for k in {id(x): x for x in (self.kernel, self._dkernel) if x is not None}.values():
-            k.set_params(self.plan.params())
+            k.set_params(p)
             if not self.beams:
                 k.set_hook(model.tau_hook)
         if self.grcr:                       # the new numbers' initial state, ranks and dependents
             grcr.setup(self, getattr(self, "dependents_spec", "auto"))
+
+    def _params(self) -> np.ndarray:
+        """The plan's parameter vector with the joint limits' stiffness and damping, which scale with each limited
+        coordinate's diagonal mass-matrix entry at the initial state (from this kernel's RNEA)."""
+        p = self.plan.params()
+        if getattr(self.plan, "limits", None):
+            k = self.kernel
+            k.set_params(p)
+            q0, _ = self.plan.model.initial_state()
+            z = np.zeros(self.plan.nv)
+            bias = k.inverse_dynamics(q0, z, z, 0.0)
+            meff = np.zeros(self.plan.nv)
+            for term in self.plan.limits:
+                iv = term.data["iv"]
+                meff[iv] = k.inverse_dynamics(q0, z, np.eye(self.plan.nv)[iv], 0.0)[iv] - bias[iv]
+            self.plan.limit_gains(p, meff)
+            k.set_params(p)
+        return p
 
     def set_hook(self, hook):
         """hook(t, q, u) -> extra generalized forces (nv); runs with the GIL, so it costs speed."""
@@ -309,7 +328,7 @@ class System(Derivatives):
                  progress: bool = False, alpha: float = -0.05, newton_tol: float = 1e-6, max_newton: int = 20,
                  check_energy: Optional[float] = None, keep_partial: bool = False, joint_wrench: bool = False,
                  baumgarte: Optional[float] = None, projection: bool = False,
-                 switching: Optional[str] = None, ctrl=None) -> Result:
+                 switching: Optional[str] = None, ctrl=None, limits: bool = True) -> Result:
         """Integrate from the model's initial state (or q0, u0) to t_end, sampling every dt.
 
         rk4 takes fixed steps of dt / substeps; dopri5 chooses its own steps (rtol, atol, h_max) and writes the
@@ -351,9 +370,31 @@ class System(Derivatives):
         actuator_names, ctrl (the controls after ctrlrange) and actuator_force (after forcerange, before the gear),
         nt x nu each.
 
+        Joint limits (the model's ``limits:``, MJCF ranges, URDF <limit>): enforced unless limits=False, as a
+        compliant one-sided spring-damper (templates/shared/limits.pyx.j2); result.extra gets limit_names and
+        limit_force (nt x limited coordinates, 0 where inactive), meta["limits"] = {"enforced", "active_samples"}.
+
         Energy: meta["energy"] = energy_balance() (relative error of E - E0 - W, W the work of dampers, joint
         forces and actuators); with check_energy = tol also meta["energy_check"] = {"tol", "value", "passed"}.
         """
+        if ctrl is not None and not getattr(self.model, "actuators", None):
+            raise ValueError("ctrl: the model has no actuators")
+        if getattr(self.model, "actuators", None):
+            self.kernel.set_ctrl(ctrl)
+        limited = bool(getattr(self.plan, "limits", None))
+        was = limited and bool(self.kernel.limits_on)
+        if limited:
+            self.kernel.set_limits(bool(limits))
+        try:
+            return self._simulate(t_end, dt, integrator, q0, u0, rtol, atol, h_max, substeps, progress, alpha,
+                                  newton_tol, max_newton, check_energy, keep_partial, joint_wrench, baumgarte,
+                                  projection, switching)
+        finally:
+            if limited:
+                self.kernel.set_limits(was)
+
+    def _simulate(self, t_end, dt, integrator, q0, u0, rtol, atol, h_max, substeps, progress, alpha, newton_tol,
+                  max_newton, check_energy, keep_partial, joint_wrench, baumgarte, projection, switching) -> Result:
         stable = rk4_stable_step(self) if self.beams else None
         choice = None
         if integrator is None:
@@ -384,10 +425,6 @@ class System(Derivatives):
             raise ValueError("switching 'gcl' runs rk4 with dependents 'auto' (it chooses windows of adjacent "
                              "dependents itself)")
         x, ts = start_state(self, t_end, dt, q0, u0)
-        if ctrl is not None and not getattr(self.model, "actuators", None):
-            raise ValueError("ctrl: the model has no actuators")
-        if getattr(self.model, "actuators", None):
-            self.kernel.set_ctrl(ctrl)
         self.gcl_run = grcr.CoupledLoopRun(self) if switching == "gcl" else None
         if self.grcr:
             if baumgarte is not None or projection:
@@ -471,6 +508,11 @@ class System(Derivatives):
             com, quat = com[:, :len(self.body_names)], quat[:, :len(self.body_names)]
         res = Result(ts, q, u, *names, com, quat, en[:, 0].copy(), en[:, 1].copy(), meta,
                      joint_geometry(self.model, self.body_names, com, quat))       # joint_pos etc., for animate
+        if getattr(self.plan, "limits", None):
+            res.extra.update(limit_names=np.array([t.data["name"] for t in self.plan.limits]),
+                             limit_force=self.kernel.limit_forces_at(X))
+            meta["limits"] = {"enforced": bool(self.kernel.limits_on),
+                              "active_samples": int(np.count_nonzero(res.extra["limit_force"].any(axis=1)))}
         if getattr(self.model, "actuators", None):
             F, C = self.kernel.actuator_forces_at(X, ts)
             res.extra.update(actuator_names=np.array([a.name for a in self.model.actuators]), ctrl=C,

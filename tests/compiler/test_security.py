@@ -93,7 +93,7 @@ def test_comment_filter_keeps_one_printable_line():
 def test_planted_names_never_run(tmp_path, algorithm):
     flag = tmp_path / "ran.txt"
     genuine = codegen.model_from_dict(copy.deepcopy(RIGID))
-    ref = get_system(genuine, algorithm)
+    ref = get_system(genuine)                      # the genuine numbers (every family agrees to round-off)
     rng = np.random.default_rng(1)
     q, u = rng.normal(size=genuine.nq), rng.normal(size=genuine.nv)
     a_ref = ref.forward_dynamics(q, u, None, 0.3)
@@ -102,10 +102,10 @@ def test_planted_names_never_run(tmp_path, algorithm):
         src = generated_source(m, algorithm)
         assert_only_in_comments(src, payload)
         assert not flag.exists()
-    # one full build and run of the most hostile payloads: nothing runs, the numbers are the genuine ones
-    for payload in payloads(flag)[:2]:
+    # one full build and run of the most hostile payload: nothing runs, the numbers are the genuine ones
+    for payload in payloads(flag)[:1]:
         s = get_system(codegen.model_from_dict(planted_rigid(payload)), algorithm)
-        np.testing.assert_allclose(s.forward_dynamics(q, u, None, 0.3), a_ref, rtol=1e-13, atol=1e-13)
+        np.testing.assert_allclose(s.forward_dynamics(q, u, None, 0.3), a_ref, rtol=1e-11, atol=1e-12)
         assert not flag.exists()
 
 
@@ -189,3 +189,15 @@ def test_planted_cut_joint_names_stay_in_comments(tmp_path):
         src = generated_source(codegen.model_from_dict(e), "recursive")
         assert_only_in_comments(src, payload)
         assert not flag.exists()
+
+
+def test_cython_error_report_leaves_dev_null_alone(tmp_path):
+    """A failed build re-runs Cython for its error report; Cython deletes its output file on errors, so that output
+    must never be os.devnull (as root the run unlinked /dev/null and the next writer made it a regular file)."""
+    import stat
+    from codegen.compiler.cache import _cython_errors
+    bad = tmp_path / "bad.pyx"
+    bad.write_text("cdef int x = undefined_name\n")
+    report = _cython_errors(bad)
+    assert "undefined_name" in report
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)

@@ -205,15 +205,21 @@ def rel_err(a, b) -> float:
 # ---------------------------------------------------------------- parallel builds of robot-file models
 
 def load(path, floating=False):
-    """A robot file as our model; mimic joints as independent joints if the file has any (pinocchio's default)."""
+    """A robot file as our model, as pinocchio's ABA sees it: mimic joints as independent joints if the file has any
+    (pinocchio's default), its joint limits and <dynamics damping> left out (pinocchio's ABA has neither; their
+    import: tests/model/test_urdf.py)."""
     import codegen
     from codegen.model import ModelError
     try:
-        return codegen.load_model(path, floating_base=floating)
+        m = codegen.load_model(path, floating_base=floating)
     except ModelError as e:
         if "mimics joint" not in str(e):
             raise
-        return codegen.load_model(path, floating_base=floating, mimic="independent")
+        m = codegen.load_model(path, floating_base=floating, mimic="independent")
+    for j in m.joints:
+        j.limits = j.limit_solref = None
+    m.springs = []
+    return m
 
 
 def prebuild_files(jobs, workers=2):

@@ -11,9 +11,19 @@ from ..family import Family
 from ..tree_plan import Plan
 from .plan import template_vars
 
+def check(model):
+    """The constraint force algorithm inverts every body's mass matrix: a massless body (an MJCF helper body between
+    two joints of one body, a URDF virtual link) has none. Refused by name."""
+    from ..family import BuildError
+    for b in model.bodies:
+        if b.mass == 0 and not any(b.inertia.ravel()):
+            raise BuildError(f"algorithm 'cfa' inverts each body's mass matrix; body {b.name!r} is massless: use "
+                             "recursive, dense or mstmm")
+
+
 FAMILY = Family(
     name="cfa", paper="Liu, Hu & Zhang 2016 (seed 001), eqs 1-44",
     description="constraint force algorithm: forward dynamics with the joint constraint forces (general: dense "
                 "A; serial: odd-even elimination along the chains)",
     template="cfa/cfa.pyx.j2", models="tree", make_plan=Plan, template_vars=template_vars,
-    joint_types=tuple(JOINT_TYPES), options={"form": ("serial", "general")})
+    joint_types=tuple(JOINT_TYPES), options={"form": ("serial", "general")}, check=check)

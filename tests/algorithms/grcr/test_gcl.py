@@ -74,7 +74,7 @@ def test_five_bar_restructured_models_match_kkt(five_bar):
     assert tried == {0, 1}                                 # q3, q4, q5 (a = 2) is singular everywhere
 
 
-@pytest.mark.parametrize("seed, nprism", [(11, 0), (12, 2)])
+@pytest.mark.parametrize("seed, nprism", [(12, 2)])      # all-revolute loops: the five-bar tests above
 def test_random_planar_loops_restructured_match_kkt(seed, nprism):
     d = dict(planar_loop_dict(seed, n_links=6, cut_type="revolute", n_prismatic=nprism, to_ground=True),
              name=f"gcl_planar_{seed}")
