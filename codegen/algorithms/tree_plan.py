@@ -26,9 +26,11 @@ import numpy as np
 
 from ..model import GROUND, JOINT_TYPES, QUATERNION_JOINTS, Model
 from ..model.actuators import CTRL_SOURCES, NPA
+from ..model.tendons import NPT
 
 NP_BODY = 34            # per body: s(3) C(9) m(1) rho(3) J'(9) Kout(9)
 NPL = 4                 # per limited coordinate: lower, upper, stiffness k, damping c
+FRICTION_T = 0.02       # Coulomb friction's regularisation: tanh(u / v_s) with v_s = F FRICTION_T / m
 P_GRAVITY = 0           # p[0:3] gravity
 IDENT_TOL = 1e-15       # C_j within this of the identity (max abs entry) is compiled as the identity
 
@@ -189,11 +191,32 @@ class Plan:
                 self.limits.append(ForceTerm("limit", off, {"iq": self.iq[k] + d, "iv": self.iv[k] + d, "l": len(self.limits),
                                                            "name": f"{j.name}.{JOINT_TYPES[j.type][2][d]}"}))
                 off += NPL
+        self.frictions: List[ForceTerm] = []             # Coulomb friction per coordinate: F, v_s
+        for k, j in enumerate(m.joints):
+            for d in range(j.nv if j.friction is not None else 0):
+                self.frictions.append(ForceTerm("friction", off, {"iv": self.iv[k] + d, "f": len(self.frictions),
+                                                                  "name": f"{j.name}.{JOINT_TYPES[j.type][3][d]}"}))
+                off += 2
+        self.tendons: List[ForceTerm] = []               # fixed tendons: NPT numbers, then the coefficients
+        tidx = {}
+        for t, ten in enumerate(m.tendons):
+            terms = [(self.iq[jidx[tj.joint]] + tj.dof, self.iv[jidx[tj.joint]] + tj.dof, NPT + k)
+                     for k, tj in enumerate(ten.joints)]
+            tidx[ten.name] = ForceTerm("tendon", off, {"t": t, "terms": terms, "name": ten.name,
+                                                       "limited": ten.limits is not None})
+            self.tendons.append(tidx[ten.name])
+            off += NPT + len(terms)
         self.actuators: List[ForceTerm] = []             # actuators: NPA numbers, then the ctrl function's
         for a, act in enumerate(m.actuators):
-            k = jidx[act.joint]
-            data = {"iq": self.iq[k] + act.dof, "iv": self.iv[k] + act.dof, "a": a, "name": act.name,
-                    **_function_layout(act.ctrl)}
+            if act.tendon is not None:                   # on a tendon: its coordinates and coefficients
+                ten = tidx[act.tendon]
+                data = {"tendon": ten.data["t"], "tp": ten.index, "terms": ten.data["terms"], "a": a,
+                        "name": act.name, **_function_layout(act.ctrl)}
+            else:
+                k = jidx[act.joint]
+                data = {"iq": self.iq[k] + act.dof, "iv": self.iv[k] + act.dof, "a": a, "name": act.name,
+                        "tendon": None, "terms": [(self.iq[k] + act.dof, self.iv[k] + act.dof, None)],
+                        **_function_layout(act.ctrl)}
             self.actuators.append(ForceTerm("actuator", off, data))
             off += NPA + data["n"]
         self.np = off
@@ -209,6 +232,21 @@ class Plan:
         for term, (_, _, T, zeta) in zip(self.limits, self.limit_numbers()):
             m = meff[term.data["iv"]]
             p[term.index + 2:term.index + 4] = m / (T * zeta) ** 2, 2.0 * m / T
+        for term in self.frictions:                      # v_s = F T / m: the slope F / v_s is m / T
+            p[term.index + 1] = max(p[term.index] * FRICTION_T / meff[term.data["iv"]], 1e-300)
+
+    def tendon_limit_gains(self, p, minv) -> None:
+        """Each limited tendon's k = m / (T zeta)^2, c = 2 m / T into p, m = 1 / (c^T M^-1 c) its effective mass at
+        the initial state (minv(c) = M^-1 c)."""
+        for ten, term in zip(self.model.tendons, self.tendons):
+            if ten.limits is None:
+                continue
+            c = np.zeros(self.nv)
+            for (_, iv, k) in term.data["terms"]:
+                c[iv] += p[term.index + k]
+            m = 1.0 / float(c @ minv(c))
+            T, zeta = ten.limit_solref
+            p[term.index + 5:term.index + 7] = m / (T * zeta) ** 2, 2.0 * m / T
 
     def body_frames(self):
         """Per body: (s, C, G) with G = child placement composed with K (body frame -> ref frame)."""
@@ -258,6 +296,16 @@ class Plan:
             p[o:o + len(vals)] = vals
         for term, (lo, hi, T, zeta) in zip(self.limits, self.limit_numbers()):
             p[term.index:term.index + 2] = lo, hi                 # k, c: set by the runtime (limit_gains)
+        fr = [F for j in m.joints if j.friction is not None for F in j.friction]
+        for F, term in zip(fr, self.frictions):
+            p[term.index:term.index + 2] = F, 1.0             # v_s: set by the runtime (limit_gains)
+        q0, _ = m.initial_state()
+        for ten, term in zip(m.tendons, self.tendons):
+            c = [tj.coef for tj in ten.joints]
+            L0 = ten.length0 if ten.length0 is not None else sum(ci * q0[iq] for ci, (iq, _, _) in
+                                                                  zip(c, term.data["terms"]))
+            lo, hi = ten.limits if ten.limits is not None else (-math.inf, math.inf)
+            p[term.index:term.index + NPT + len(c)] = [ten.stiffness, ten.damping, L0, lo, hi, 0.0, 0.0] + c
         for act, term in zip(m.actuators, self.actuators):
             o = term.index
             p[o:o + NPA] = act.params()
@@ -316,7 +364,7 @@ def template_vars(plan: Plan, work_size: int) -> dict:
                 body=body_kernels(kinds),
                 point_forces=any(f.kind == "point" for f in plan.forces), loops=False, nb=plan.nb, nq=plan.nq, nv=plan.nv, np=plan.np, npb=NP_BODY, roadmap=plan.roadmap(),
                 parm=plan.arm_off, actuators=plan.actuators, npa=NPA, nu=len(plan.actuators),
-                ctrl_sources=CTRL_SOURCES, limits=plan.limits,
+                ctrl_sources=CTRL_SOURCES, limits=plan.limits, tendons=plan.tendons, frictions=plan.frictions,
                 segments=plan.segments, parent=plan.parent, iq=plan.iq, iv=plan.iv, quat=plan.quat_offsets,
                 jcalc={t: jcalc_code(t) for t in plan.joint_types_used}, forces=plan.forces,
                 work_size=work_size + 8, types_nv=[(t, JOINT_TYPES[t][1]) for t in plan.joint_types_used],

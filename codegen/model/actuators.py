@@ -3,7 +3,8 @@
 Every kind is MuJoCo's affine actuator with a joint transmission and no activation dynamics (``dyntype="none"``):
 
     L = gear q_d,   V = gear u_d                       (length and velocity of the transmission, MuJoCo's
-                                                        actuator_length / actuator_velocity)
+                                                        actuator_length / actuator_velocity; on a fixed
+                                                        tendon: gear times its length and velocity)
     c = clamp(ctrl, ctrlrange)                         (ctrlrange absent: not clamped)
     f = (g0 + g1 L + g2 V) c + b0 + b1 L + b2 V        (gainprm[0:3], biasprm[0:3])
     f = clamp(f, forcerange)                           (forcerange absent: not clamped)
@@ -50,6 +51,7 @@ class Actuator:
     ctrlrange: Optional[np.ndarray] = None
     forcerange: Optional[np.ndarray] = None
     ctrl: object = None                  # TimeFunction: the file's control signal (default constant 0)
+    tendon: Optional[str] = None         # a fixed tendon instead of a joint (joint None): L = gear tendon length
 
     def affine(self):
         """(gain, bias): the three coefficients of each, every kind in the general form."""
@@ -82,15 +84,22 @@ def validate_actuators(model, check_function, scalar_joints, zero) -> None:
         if not isinstance(a.kind, str) or a.kind not in ACTUATOR_KINDS:
             raise ModelError(f"unknown actuator type {_short(a.kind)} (known: {', '.join(ACTUATOR_KINDS)})", src,
                              f + ".type")
-        j = joints.get(a.joint) if isinstance(a.joint, str) else None
-        if j is None:
-            raise ModelError(f"joint {_short(a.joint)} does not exist", src, f + ".joint")
-        if j.type not in scalar_joints:
-            raise ModelError(f"a {j.type} joint has no scalar coordinates to actuate (actuators drive revolute, "
-                             "prismatic, cylindrical, universal and planar coordinates)", src, f + ".joint")
-        a.dof = _num(a.dof, src, f + ".dof", integer=True)
-        if not (0 <= a.dof < j.nv):
-            raise ModelError(f"dof {a.dof} out of range for a {j.type} joint ({j.nv} velocities)", src, f + ".dof")
+        if (a.joint is None) == (a.tendon is None):
+            raise ModelError("an actuator drives either a joint or a tendon", src, f)
+        if a.tendon is not None:
+            if a.tendon not in {t.name for t in getattr(model, "tendons", [])}:
+                raise ModelError(f"tendon {_short(a.tendon)} does not exist", src, f + ".tendon")
+        else:
+            j = joints.get(a.joint) if isinstance(a.joint, str) else None
+            if j is None:
+                raise ModelError(f"joint {_short(a.joint)} does not exist", src, f + ".joint")
+            if j.type not in scalar_joints:
+                raise ModelError(f"a {j.type} joint has no scalar coordinates to actuate (actuators drive revolute, "
+                                 "prismatic, cylindrical, universal and planar coordinates)", src, f + ".joint")
+            a.dof = _num(a.dof, src, f + ".dof", integer=True)
+            if not (0 <= a.dof < j.nv):
+                raise ModelError(f"dof {a.dof} out of range for a {j.type} joint ({j.nv} velocities)", src,
+                                 f + ".dof")
         a.gear = _num(a.gear, src, f + ".gear")
         if a.gear == 0:
             raise ModelError("gear must be non-zero", src, f + ".gear")
@@ -114,7 +123,7 @@ def validate_actuators(model, check_function, scalar_joints, zero) -> None:
 
 def actuator_dict(a: Actuator, function_dict) -> dict:
     """The file form of an actuator (codegen.model.core.model_dict; function_dict: a TimeFunction's file form)."""
-    d = {"name": a.name, "type": a.kind, "joint": a.joint}
+    d = {"name": a.name, "type": a.kind, **({"tendon": a.tendon} if a.tendon is not None else {"joint": a.joint})}
     if a.dof:
         d["dof"] = int(a.dof)
     if a.gear != 1.0:
@@ -135,7 +144,7 @@ def actuator_dict(a: Actuator, function_dict) -> dict:
     return d
 
 
-ACTUATOR_KEYS = {"name", "type", "joint", "dof", "gear", "kp", "kv", "gain", "bias", "ctrlrange", "forcerange", "ctrl"}
+ACTUATOR_KEYS = {"name", "type", "joint", "tendon", "dof", "gear", "kp", "kv", "gain", "bias", "ctrlrange", "forcerange", "ctrl"}
 _KIND_KEYS = {"motor": set(), "position": {"kp", "kv"}, "velocity": {"kv"}, "general": {"gain", "bias"}}
 
 
@@ -152,13 +161,16 @@ def actuator_from_dict(d: dict, source: str, fld: str, name, time_function) -> A
         raise ModelError("missing (a position actuator needs its gain kp)", source, fld + ".kp")
     if kind == "velocity" and "kv" not in d:
         raise ModelError("missing (a velocity actuator needs its gain kv)", source, fld + ".kv")
-    for k in ("name", "joint"):
-        if k not in d:
-            raise ModelError("missing", source, f"{fld}.{k}")
-    return Actuator(name(d["name"], fld + ".name", "actuator name"), name(d["joint"], fld + ".joint", "joint name"),
+    if "name" not in d:
+        raise ModelError("missing", source, f"{fld}.name")
+    if ("joint" in d) == ("tendon" in d):
+        raise ModelError("an actuator drives either a joint or a tendon (one of the two keys)", source, fld)
+    tendon = name(d["tendon"], fld + ".tendon", "tendon name") if "tendon" in d else None
+    return Actuator(name(d["name"], fld + ".name", "actuator name"),
+                    None if tendon else name(d["joint"], fld + ".joint", "joint name"),
                     kind, d.get("dof", 0), d.get("gear", 1.0), d.get("kp", 0.0), d.get("kv", 0.0), d.get("gain"),
                     d.get("bias"), d.get("ctrlrange"), d.get("forcerange"),
-                    time_function(d["ctrl"], source, fld + ".ctrl") if "ctrl" in d else None)
+                    time_function(d["ctrl"], source, fld + ".ctrl") if "ctrl" in d else None, tendon)
 
 
 __all__ = ["ACTUATOR_KINDS", "ACTUATOR_KEYS", "CTRL_SOURCES", "NPA", "Actuator", "actuator_dict", "actuator_from_dict",

@@ -34,6 +34,7 @@ FORCE_FUNCTIONS = ("constant", "sine", "step", "table")
 from .checks import (LIMITS, ModelError, _check_count, _check_inertias, _check_rotations, _mat3, _name,  # noqa: F401
                      _normalised, _num, _numlist, _seq, _short, _too_many, _unit, _vec, limits_text)
 from .actuators import actuator_dict, validate_actuators  # noqa: E402
+from .tendons import tendon_dict, validate_tendons  # noqa: E402
 from .rotations import frame_to_axis, quat_to_rot, rot_axis_angle, rot_rpy, rot_to_quat  # noqa: F401,E402
 from .massprops import check_mass_matrix  # noqa: E402
 
@@ -69,6 +70,7 @@ class Joint:
     armature: Optional[np.ndarray] = None  # rotor inertia per velocity coordinate (nv), added to M's diagonal
     limits: Optional[np.ndarray] = None    # nv x 2: lower, upper limit of each coordinate (scalar joints)
     limit_solref: Optional[np.ndarray] = None   # the limits' time constant [s] and damping ratio (default 0.02, 1)
+    friction: Optional[np.ndarray] = None  # Coulomb friction force per coordinate (scalar joints), regularised
 
     @property
     def nq(self) -> int:
@@ -146,6 +148,7 @@ class Model:
     simulation: dict = field(default_factory=dict)   # the file's validated `simulation:` defaults (model/simulation.py)
     cuts: List[Joint] = field(default_factory=list)  # loop-closing (cut) joints, the file's `loops:` section
     actuators: list = field(default_factory=list)    # codegen.model.actuators.Actuator, in control order
+    tendons: list = field(default_factory=list)      # codegen.model.tendons.Tendon (fixed tendons)
 
     def __post_init__(self):
         validate(self)
@@ -200,9 +203,11 @@ class Model:
             "point_springs": [[p.body_a, p.body_b] for p in self.point_springs],
             "joint_forces": [[f.joint, f.dof, f.function.kind,
                               0 if f.function.t is None else len(f.function.t)] for f in self.joint_forces],
-            "actuators": [[a.joint, a.dof, a.ctrl.kind, 0 if a.ctrl.t is None else len(a.ctrl.t)]
+            "actuators": [[a.joint, a.tendon, a.dof, a.ctrl.kind, 0 if a.ctrl.t is None else len(a.ctrl.t)]
                           for a in self.actuators],
+            "tendons": [[[tj.joint, tj.dof] for tj in t.joints] + [t.limits is not None] for t in self.tendons],
             "limits": [j.name for j in self.joints if j.limits is not None],
+            "friction": [j.name for j in self.joints if j.friction is not None],
         }
 
     def to_dict(self) -> dict:
@@ -216,17 +221,17 @@ def _f(x):
     return [_f(v) for v in x] if isinstance(x, (list, tuple, np.ndarray)) else float(x)
 
 
-def _armature(j: Joint, src, fld) -> Optional[np.ndarray]:
-    """A joint's armature: one number for every velocity coordinate, or one per coordinate; >= 0; None when all
-    are zero (the kernels then carry zeros)."""
+def _armature(j: Joint, src, fld, what="armature") -> Optional[np.ndarray]:
+    """A joint's armature (or friction): one number for every velocity coordinate, or one per coordinate; >= 0;
+    None when all are zero (the kernels then carry zeros)."""
     if not j.nv:
-        raise ModelError(f"a {j.type} joint has no velocity coordinate to carry armature", src, fld)
-    a = j.armature
+        raise ModelError(f"a {j.type} joint has no velocity coordinate to carry {what}", src, fld)
+    a = getattr(j, what)
     if isinstance(a, (int, float, np.floating, np.integer)) and not isinstance(a, bool):
         a = [a] * j.nv
     a = _vec(a, j.nv, src, fld)
     if np.any(a < 0):
-        raise ModelError(f"armature must be >= 0, got {_short(a.tolist())}", src, fld)
+        raise ModelError(f"{what} must be >= 0, got {_short(a.tolist())}", src, fld)
     return a if np.any(a) else None
 
 
@@ -276,7 +281,7 @@ def model_dict(model: Model) -> dict:
     for j in model.joints + model.cuts:
         e = {"name": j.name, "type": j.type, "parent": j.parent, "child": j.child,
              "parent_frame": frame(j.parent_frame), "child_frame": frame(j.child_frame)}
-        for k in ("axis", "axis2", "q0", "u0", "armature", "limits", "limit_solref"):
+        for k in ("axis", "axis2", "q0", "u0", "armature", "limits", "limit_solref", "friction"):
             if getattr(j, k) is not None:
                 e[k] = _f(getattr(j, k))
         d.setdefault("loops" if id(j) in cut_ids else "joints", []).append(e)
@@ -293,6 +298,8 @@ def model_dict(model: Model) -> dict:
                        "value": function_dict(fe.function)})
     if forces:
         d["forces"] = forces
+    if model.tendons:
+        d["tendons"] = [tendon_dict(t) for t in model.tendons]
     if model.actuators:
         d["actuators"] = [actuator_dict(a, function_dict) for a in model.actuators]
     if model.simulation:
@@ -386,6 +393,11 @@ def validate(model: Model) -> None:
             j.armature = _armature(j, src, f + ".armature")
         if j.limits is not None or j.limit_solref is not None:
             _limits(j, src, f)
+        if j.friction is not None:
+            if j.type not in SCALAR_JOINTS:
+                raise ModelError(f"a {j.type} joint takes no friction (Coulomb friction acts on scalar coordinates)",
+                                 src, f + ".friction")
+            j.friction = _armature(j, src, f + ".friction", "friction")
 
     _check_rotations(rots, src, rot_fields)
     for b in model.bodies:
@@ -461,6 +473,13 @@ def validate(model: Model) -> None:
         if nm in names:
             raise ModelError(f"duplicate name {nm!r}", src, f"forces[{nm}].name")
         names[nm] = "force"
+    if model.tendons:
+        _check_count(model.tendons, "tendons", "forces", src, "tendons")
+        validate_tendons(model, LIMIT_SOLREF, SCALAR_JOINTS)
+        for t in model.tendons:
+            if t.name in names:
+                raise ModelError(f"duplicate name {t.name!r}", src, f"tendons[{t.name}].name")
+            names[t.name] = "tendon"
     if model.actuators:
         _check_count(model.actuators, "actuators", "forces", src, "actuators")
         validate_actuators(model, lambda fn, f: _check_function(fn, src, f, "ctrl"), SCALAR_JOINTS,
@@ -543,7 +562,7 @@ def _check_cuts(model: Model, names: dict) -> None:
                                  (f" (nor '{GROUND}')" if side == "parent" else ""), src, f"{f}.{side}")
         if c.parent == c.child:
             raise ModelError("a loop-closing joint needs two different bodies", src, f + ".child")
-        for k in ("armature", "limits"):
+        for k in ("armature", "limits", "friction"):
             if getattr(c, k) is not None:
                 raise ModelError(f"a loop-closing joint has no coordinates to carry {k}", src, f"{f}.{k}")
         if c.q0 is not None or c.u0 is not None:

@@ -14,6 +14,7 @@ import numpy as np
 
 from .beams import beam_model_from_dict
 from .actuators import ACTUATOR_KEYS, actuator_from_dict
+from .tendons import TENDON_KEYS, tendon_from_dict
 from .checks import _check_keys
 from .core import (FORCE_FUNCTIONS, LIMITS, Body, Joint, JointForce, JointSpringDamper, Model, ModelError,
                    Placement, PointSpringDamper, TimeFunction, _check_count, _mat3, _name, _normalised, _num,
@@ -82,11 +83,11 @@ def _time_function(d, source, fld) -> TimeFunction:
     return TimeFunction(kind, t=_numlist(v["t"], source, f"{f}.t", 2), y=_numlist(v["value"], source, f"{f}.value", 2))
 
 
-_TOP_KEYS = {"name", "gravity", "bodies", "joints", "loops", "forces", "actuators", "simulation"}   # 'simulation': read elsewhere
+_TOP_KEYS = {"name", "gravity", "bodies", "joints", "loops", "forces", "tendons", "actuators", "simulation"}   # 'simulation': read elsewhere
 _BODY_KEYS = {"name", "mass", "com", "inertia"}
 _JOINT_KEYS = {"name", "type", "parent", "child", "parent_frame", "child_frame", "axis", "axis2", "q0", "u0",
-               "armature", "limits", "limit_solref"}
-_CUT_KEYS = _JOINT_KEYS - {"q0", "u0", "armature", "limits", "limit_solref"}
+               "armature", "limits", "limit_solref", "friction"}
+_CUT_KEYS = _JOINT_KEYS - {"q0", "u0", "armature", "limits", "limit_solref", "friction"}
 _FORCE_KEYS = {"joint_spring_damper": {"name", "type", "joint", "stiffness", "damping", "q_ref"},
                "point_spring_damper": {"name", "type", "body_a", "point_a", "body_b", "point_b", "stiffness",
                                        "damping", "length"},
@@ -145,7 +146,8 @@ def model_from_dict(d: dict, source: str = "<model>", strict_names: bool = False
                    _placement(j.get("parent_frame"), source, f + ".parent_frame"),
                    _placement(j.get("child_frame"), source, f + ".child_frame"),
                    axis=j.get("axis"), axis2=j.get("axis2"), q0=j.get("q0"), u0=j.get("u0"),
-                   armature=j.get("armature"), limits=j.get("limits"), limit_solref=j.get("limit_solref"))
+                   armature=j.get("armature"), limits=j.get("limits"), limit_solref=j.get("limit_solref"),
+                   friction=j.get("friction"))
         if jt.q0 is not None and not isinstance(jt.q0, list):
             jt.q0 = [jt.q0]
         if jt.u0 is not None and not isinstance(jt.u0, list):
@@ -180,6 +182,13 @@ def model_from_dict(d: dict, source: str = "<model>", strict_names: bool = False
             jforces.append(JointForce(fname, nm(fd["joint"], f + ".joint", "joint name"),
                                       _num(fd.get("dof", 0), source, f + ".dof", integer=True),
                                       _time_function(fd.get("value", 0.0), source, f + ".value")))
+    tendons = []
+    for i, td in enumerate(_section(d, "tendons", source)):
+        f = f"tendons[{i}]"
+        if not isinstance(td, dict):
+            raise ModelError(f"expected a mapping, got {_short(td)}", source, f)
+        _check_keys(td, TENDON_KEYS, source, f)
+        tendons.append(tendon_from_dict(td, source, f, nm))
     acts = d.get("actuators")
     acts = [] if acts is None else acts
     if not isinstance(acts, list):
@@ -195,7 +204,17 @@ def model_from_dict(d: dict, source: str = "<model>", strict_names: bool = False
     return Model(name, bodies, joints, gravity=d.get("gravity", [0.0, -9.81, 0.0]), springs=springs,
                  point_springs=psprings, joint_forces=jforces, source=source,
                  simulation=parse_simulation(d.get("simulation"), source, beams=False), cuts=cuts,
-                 actuators=actuators)
+                 actuators=actuators, tendons=tendons)
+
+
+def _section(d, key, source) -> list:
+    """An optional list section of the file (None or absent: empty), at most LIMITS['forces'] entries."""
+    v = d.get(key)
+    v = [] if v is None else v
+    if not isinstance(v, list):
+        raise ModelError(f"expected a list, got {_short(v)}", source, key)
+    _check_count(v, key, "forces", source, key)
+    return v
 
 
 # ---------------------------------------------------------------- reading a file

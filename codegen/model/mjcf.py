@@ -18,6 +18,10 @@ Mapping:
 * hinge and slide ``stiffness``/``springref`` and ``damping`` -> joint spring-dampers (as MuJoCo's passive forces).
 * ``armature`` (``dof_armature``) -> the joint's armature, per velocity coordinate (added to the mass matrix's
   diagonal, as MuJoCo does).
+* fixed tendons (every wrap a joint) -> fixed tendons (codegen.model.tendons): coefficients, stiffness, damping,
+  rest length, limits; actuators on them.
+* hinge and slide ``frictionloss`` -> Coulomb friction of the joint (regularised: templates/shared/friction.pyx.j2;
+  MuJoCo's is a soft constraint of its solver).
 * hinge and slide limits (``range`` where limited) with their ``solref`` (time constant, damping ratio) -> the
   joint's limits, a compliant spring-damper of that time constant (templates/shared/limits.pyx.j2; MuJoCo's own
   limit is a soft constraint of its solver: the same time scale, not the same force). Ball-joint limits (cones)
@@ -25,7 +29,7 @@ Mapping:
 * gravity: ``opt.gravity`` (zero if the file disables gravity).
 
 Refused with a message (they change the dynamics and have no counterpart here): equality constraints (closed
-loops and couplings; loops with cut joints are planned), tendons, friction loss, gravity compensation,
+loops and couplings), spatial tendons (an unused one is left out), friction loss of ball and free joints, gravity compensation,
 fluid forces, stiffness or damping of ball and free joints. Contacts (some pair of geoms can touch) are refused
 too, unless ``ignore_contacts``: then the model is simulated without them and a ``ModelWarning`` says so.
 * actuators with a hinge or slide joint transmission and no activation dynamics (motor, position without
@@ -123,18 +127,26 @@ def model_from_mjmodel(mj, path: str = "<mjcf>", ignore_contacts: bool = False,
     if mj.neq:
         problems.append(f"{mj.neq} equality constraints (connect, weld and joint couplings are not imported yet; a "
                         "model file's loops: section closes loops with cut joints)")
-    used = set(mj.actuator_trnid[mj.actuator_trntype == mujoco.mjtTrn.mjTRN_TENDON, 0].tolist()) \
+    used = set(mj.actuator_trnid[mj.actuator_trntype == int(mujoco.mjtTrn.mjTRN_TENDON), 0].tolist()) \
         if mj.nu and not ignore_actuators and not mj.opt.disableflags & int(D.mjDSBL_ACTUATION) else set()
-    tendons = [t for t in range(mj.ntendon) if t in used or mj.tendon_stiffness[t] or mj.tendon_damping[t]
-               or mj.tendon_limited[t]]                  # a tendon without any of these changes nothing
-    if tendons:
-        tnames = _names(mj, mujoco, O.mjOBJ_TENDON, mj.ntendon, "tendon")
-        problems.append(f"{len(tendons)} tendons ({listing(tnames[t] for t in tendons)}: stiffness, damping, "
-                        "limits or actuators on tendons are not modelled)")
-    for what, arr in (("friction loss", mj.dof_frictionloss),):
-        bad = [jnames[mj.dof_jntid[i]] for i in np.flatnonzero(arr)]
-        if bad:
-            problems.append(f"{what} on joints {listing(dict.fromkeys(bad))} (set it to 0)")
+    tnames = _names(mj, mujoco, O.mjOBJ_TENDON, mj.ntendon, "tendon")
+    fixed = _fixed_tendons(mj)
+    spatial = [t for t in range(mj.ntendon) if t not in fixed and (t in used or mj.tendon_stiffness[t]
+                                                                   or mj.tendon_damping[t] or mj.tendon_limited[t])]
+    if spatial:                                          # an unused spatial tendon changes nothing: left out
+        problems.append(f"{len(spatial)} spatial tendons ({listing(tnames[t] for t in spatial)}: tendons through "
+                        "sites and geoms are not modelled; fixed tendons are)")
+    for t in fixed:
+        why = [w for w, bad in (("armature", mj.tendon_armature[t]), ("friction loss", mj.tendon_frictionloss[t]),
+                                ("a dead-band spring", mj.tendon_lengthspring[t, 0] != mj.tendon_lengthspring[t, 1]),
+                                ("limit solref in the stiffness-damping form", mj.tendon_limited[t] and not np.all(
+                                    mj.tendon_solref_lim[t] > 0))) if bad]
+        if why:
+            problems.append(f"{' and '.join(why)} on the tendon {tnames[t]!r}")
+    bad = [jnames[mj.dof_jntid[i]] for i in np.flatnonzero(mj.dof_frictionloss) if mj.jnt_type[mj.dof_jntid[i]] < 2]
+    if bad:
+        problems.append(f"friction loss on the ball or free joints {listing(dict.fromkeys(bad))} (hinge and slide "
+                        "joints take it)")
     if np.any(mj.body_gravcomp):
         problems.append(f"gravity compensation on bodies {listing(bnames[i] for i in np.flatnonzero(mj.body_gravcomp))}")
     if mj.opt.density or mj.opt.viscosity:
@@ -215,7 +227,9 @@ def model_from_mjmodel(mj, path: str = "<mjcf>", ignore_contacts: bool = False,
             joints.append(Joint(jnames[j], jt, par, child, pf, cf, axis=axis if jt in ("revolute", "prismatic")
                                 else None, q0=q0.copy(), armature=arm if np.any(arm) else None,
                                 limits=np.array([mj.jnt_range[j]], float) if lim else None,
-                                limit_solref=np.array(mj.jnt_solref[j], float) if lim else None))
+                                limit_solref=np.array(mj.jnt_solref[j], float) if lim else None,
+                                friction=[float(mj.dof_frictionloss[adr])] if jt in ("revolute", "prismatic")
+                                and mj.dof_frictionloss[adr] else None))
             if k < len(ids) - 1:
                 bodies.append(Body(child, 0.0, np.zeros(3), np.zeros((3, 3))))
             par = child
@@ -244,9 +258,12 @@ def model_from_mjmodel(mj, path: str = "<mjcf>", ignore_contacts: bool = False,
         b = by_name[name]
         b.mass, b.com, b.inertia = m, c, J
     gravity = np.zeros(3) if mj.opt.disableflags & int(D.mjDSBL_GRAVITY) else np.array(mj.opt.gravity, float)
-    actuators = _actuators(mj, mujoco, jnames, taken) if actuated and not ignore_actuators else []
+    tendons = [_tendon(mj, t, tnames, jnames, taken) for t in fixed]
+    tmap = {t: ten.name for t, ten in zip(fixed, tendons)}
+    actuators = _actuators(mj, mujoco, jnames, tmap, taken) if actuated and not ignore_actuators else []
     model = Model(mujoco.mj_id2name(mj, O.mjOBJ_MODEL, 0) or os.path.splitext(os.path.basename(path))[0] or "mjcf",
-                  bodies, joints, gravity=gravity, springs=springs, source=path, actuators=actuators)
+                  bodies, joints, gravity=gravity, springs=springs, source=path, actuators=actuators,
+                  tendons=tendons)
     model.visuals = _visuals(mj, anchor, gnames)
     return model
 
@@ -258,8 +275,12 @@ def _actuator_problems(mj, mujoco, jnames) -> List[str]:
     out = []
     for i in range(mj.nu):
         why = None
-        if mj.actuator_trntype[i] != mujoco.mjtTrn.mjTRN_JOINT:
-            why = f"transmission {mujoco.mjtTrn(mj.actuator_trntype[i]).name[7:].lower()} (only joints are modelled)"
+        trn, J, T = int(mj.actuator_trntype[i]), int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_TENDON)
+        if trn not in (J, T):
+            why = f"transmission {mujoco.mjtTrn(trn).name[7:].lower()} (joints and fixed tendons are modelled)"
+        elif trn == T:
+            if mj.actuator_trnid[i, 0] not in _fixed_tendons(mj):
+                why = "it drives a spatial tendon"
         elif mj.jnt_type[mj.actuator_trnid[i, 0]] not in (2, 3):
             why = f"it drives the {JOINT_TYPES[int(mj.jnt_type[mj.actuator_trnid[i, 0]])]} joint " \
                   f"{jnames[mj.actuator_trnid[i, 0]]!r} (only hinge and slide joints)"
@@ -273,8 +294,29 @@ def _actuator_problems(mj, mujoco, jnames) -> List[str]:
     return out
 
 
-def _actuators(mj, mujoco, jnames, taken) -> list:
-    """MuJoCo's actuators (joint transmission, no activation dynamics) as general affine actuators, in its order:
+def _fixed_tendons(mj) -> List[int]:
+    """The tendons whose every wrap is a joint (mjWRAP_JOINT): fixed tendons."""
+    return [t for t in range(mj.ntendon)
+            if all(mj.wrap_type[w] == 1 for w in range(mj.tendon_adr[t], mj.tendon_adr[t] + mj.tendon_num[t]))]
+
+
+def _tendon(mj, t, tnames, jnames, taken):
+    """A fixed tendon: its joints and coefficients (wrap_objid, wrap_prm), stiffness, damping, rest length
+    (lengthspring), limits (range, solreflimit)."""
+    from .tendons import Tendon, TendonJoint
+    ws = range(mj.tendon_adr[t], mj.tendon_adr[t] + mj.tendon_num[t])
+    name = unique_name(tnames[t] or f"tendon{t}", taken)
+    taken[name] = 1
+    lim = bool(mj.tendon_limited[t])
+    return Tendon(name, [TendonJoint(jnames[mj.wrap_objid[w]], float(mj.wrap_prm[w])) for w in ws],
+                  float(mj.tendon_stiffness[t]), float(mj.tendon_damping[t]), float(mj.tendon_lengthspring[t, 0]),
+                  np.array(mj.tendon_range[t], float) if lim else None,
+                  np.array(mj.tendon_solref_lim[t], float) if lim else None)
+
+
+def _actuators(mj, mujoco, jnames, tmap, taken) -> list:
+    """MuJoCo's actuators (joint or fixed-tendon transmission, no activation dynamics) as general affine actuators,
+    in its order (tmap: tendon id -> our tendon's name):
     gain (gainprm[0], or gainprm[0:3] when affine), bias (biasprm[0:3] when affine), gear[0], ctrlrange and
     forcerange when limited."""
     from .actuators import Actuator
@@ -286,7 +328,10 @@ def _actuators(mj, mujoco, jnames, taken) -> list:
         b = np.array(mj.actuator_biasprm[i, :3], float) if mj.actuator_biastype[i] == 1 else np.zeros(3)
         name = unique_name(names[i] or f"actuator{i}", taken)
         taken[name] = 1
-        out.append(Actuator(name, jnames[mj.actuator_trnid[i, 0]], "general", gear=float(mj.actuator_gear[i, 0]),
+        on_tendon = int(mj.actuator_trntype[i]) == int(mujoco.mjtTrn.mjTRN_TENDON)
+        out.append(Actuator(name, None if on_tendon else jnames[mj.actuator_trnid[i, 0]], "general",
+                            tendon=tmap[int(mj.actuator_trnid[i, 0])] if on_tendon else None,
+                            gear=float(mj.actuator_gear[i, 0]),
                             gain=g, bias=b,
                             ctrlrange=np.array(mj.actuator_ctrlrange[i], float) if mj.actuator_ctrllimited[i] else None,
                             forcerange=np.array(mj.actuator_forcerange[i], float) if mj.actuator_forcelimited[i]

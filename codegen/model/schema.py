@@ -173,6 +173,7 @@ def _actuators():
                                  "description": "motor: f = ctrl; position: f = kp (ctrl - L) - kv V; velocity: "
                                                 "f = kv (ctrl - V); general: gain and bias (default motor)"},
                         "joint": _name("the joint (revolute, prismatic, cylindrical, universal or planar)"),
+                        "tendon": _name("a fixed tendon instead of a joint: L = gear times its length"),
                         "dof": _integer("index of the joint's velocity coordinate (default 0)", minimum=0),
                         "gear": _number("transmission ratio: L = gear q, tau = gear f (default 1)"),
                         "kp": _number("position: stiffness [N/m or N m/rad]", minimum=0),
@@ -184,7 +185,23 @@ def _actuators():
                         "ctrl": dict(_time_function(), description="the control when none is given at run time "
                                      "(ctrl= of simulate, rollout, forward_dynamics): a number or a function of "
                                      "time, in compiled code (default 0)"),
-                    }, required=("name", "joint"))
+                    }, required=("name",))
+
+
+def _tendons():
+    coef = _mapping("one coordinate of the tendon", {
+        "joint": _name("the joint (scalar coordinates)"), "coef": _number("L += coef q"),
+        "dof": _integer("index of the joint's coordinate (default 0)", minimum=0)}, required=("joint", "coef"))
+    return _mapping("a fixed tendon: length L = sum of coef q over its joints, tau += coef F (MuJoCo's fixed tendon)", {
+        "name": _name("tendon name (unique)"),
+        "joints": {"type": "array", "items": coef, "minItems": 1, "x-expected": "a list of {joint, coef}",
+                   "description": "the coordinates and their coefficients"},
+        "stiffness": _number("spring: F = -stiffness (L - length0)", minimum=0),
+        "damping": _number("damper: F = -damping dL/dt", minimum=0),
+        "length0": _number("the spring's rest length (default: L at the initial state)"),
+        "limits": _vector(2, "[lower, upper] of L, a compliant limit as the joints' (see limit_solref)"),
+        "limit_solref": _vector(2, "time constant and damping ratio of the limit (default 0.02 1)"),
+    }, required=("name", "joints"))
 
 
 def _simulation():
@@ -237,6 +254,11 @@ def _rigid():
                    "x-expected": "[lower, upper], or one such pair per coordinate",
                    "description": "joint limits of a scalar joint's coordinates [rad or m], enforced by a compliant "
                                   "one-sided spring-damper (see limit_solref)"},
+        "friction": {"anyOf": [_number(minimum=0), {"type": "array", "items": _number(minimum=0), "minItems": 1,
+                                                     "maxItems": 3}],
+                     "x-expected": "a number >= 0 or a list of one per coordinate",
+                     "description": "Coulomb friction force [N m or N] of a scalar joint's coordinates: f = -F tanh(u / "
+                                    "v_s), v_s = F T / m (T = 0.02 s, m: the coordinate's inertia at q0)"},
         "limit_solref": {"anyOf": [_vector(2)], "x-expected": "[time constant, damping ratio]",
                          "description": "the limits' stiffness and damping as MuJoCo's solref: k = m / (T zeta)^2, "
                                         "c = 2 m / T with m the coordinate's inertia at q0 (default 0.02 1)"},
@@ -244,7 +266,7 @@ def _rigid():
     cut = _mapping("a loop-closing (cut) joint between two bodies of the tree (parent: a body or ground); the "
                    "same fields as a joint, no coordinates of its own", {
                        k: v for k, v in joint["properties"].items() if k not in ("q0", "u0", "armature", "limits",
-                                                                                 "limit_solref")},
+                                                                                 "limit_solref", "friction")},
                    required=("name", "type", "parent", "child"))
     cut["properties"]["type"] = dict(joint["properties"]["type"], enum=[t for t in JOINT_TYPES if t != "free"])
     joint["allOf"] = _joint_kinds()
@@ -256,6 +278,7 @@ def _rigid():
         "loops": _list("loop-closing (cut) joints: each adds the constraints of its joint type between two bodies "
                        "of the tree", cut, "bodies", "loop-closing joints", nullable=True),
         "forces": _list("force elements", _forces(), "forces", "force elements", nullable=True),
+        "tendons": _list("fixed tendons", _tendons(), "forces", "tendons", nullable=True),
         "actuators": _list("actuators, in control order (the ctrl vector's)", _actuators(), "forces", "actuators",
                            nullable=True),
         "simulation": {"$ref": "#/$defs/simulation", "description": "simulation settings (below)"},

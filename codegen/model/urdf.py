@@ -18,7 +18,8 @@ Mapping (the same as pinocchio's ``buildModelFromUrdf``, so results can be compa
   default, ``mimic=False``).
 * ``<limit lower upper>`` of revolute and prismatic joints (when lower < upper) -> the joint's limits (a compliant
   spring-damper, MuJoCo's default time constant 0.02 s and damping ratio 1: templates/shared/limits.pyx.j2);
-  ``<dynamics damping>`` -> a joint damper; ``<dynamics friction>`` (Coulomb) is left out with a ModelWarning.
+  ``<dynamics damping>`` -> a joint damper; ``<dynamics friction>`` -> the joint's Coulomb friction (regularised:
+  templates/shared/friction.pyx.j2).
 * ignored: effort, velocity, transmissions, collisions, sensors. Box, cylinder and sphere visuals (and mesh file names) are kept in
   ``model.visuals`` {body: [{type, size, pos, rot, ...}]}, in the body frame, for drawing only.
 """
@@ -27,7 +28,6 @@ from __future__ import annotations
 import io
 import math
 import os
-import warnings
 from typing import Dict, List, Tuple
 
 import numpy as np
@@ -35,7 +35,7 @@ import numpy as np
 from .checks import ModelError, _name
 from .core import GROUND, JOINT_TYPES, Body, Joint, JointSpringDamper, Model, Placement
 from .massprops import lumped, moved
-from .robotfiles import ModelWarning, parse_xml, read_limited, require, unique_name, xml_version_1
+from .robotfiles import parse_xml, read_limited, require, unique_name, xml_version_1
 
 JOINT_MAP = {"revolute": "revolute", "continuous": "revolute", "prismatic": "prismatic", "floating": "free",
              "planar": "planar", "fixed": "fixed"}
@@ -214,7 +214,7 @@ def model_from_urdf(robot, path: str, lines=None, floating_base: bool = False, m
     anchor: Dict[str, Tuple[str, Tuple[np.ndarray, np.ndarray]]] = {}
     members: Dict[str, List[str]] = {}
     joints: List[Joint] = []
-    springs, frictional = [], []
+    springs = []
     identity = (np.zeros(3), np.eye(3))
     if floating_base:
         anchor[root] = (body_name[root], identity)
@@ -245,15 +245,15 @@ def model_from_urdf(robot, path: str, lines=None, floating_base: bool = False, m
         lim = j.limit if j.type in ("revolute", "prismatic") else None
         lim = [[lim.lower, lim.upper]] if lim is not None and lim.lower is not None and lim.upper is not None \
             and lim.lower < lim.upper else None
-        joints.append(Joint(j.name, jt, body, body_name[link], Placement(frame[0], frame[1]), Placement(),
-                            axis=axis, limits=lim))
         dyn = j.dynamics
+        joints.append(Joint(j.name, jt, body, body_name[link], Placement(frame[0], frame[1]), Placement(),
+                            axis=axis, limits=lim, friction=[float(dyn.friction)] * JOINT_TYPES[jt][1]
+                            if dyn is not None and dyn.friction and jt not in ("free", "fixed") else None))
         if dyn is not None and dyn.damping and jt != "free":
             taken[unique_name(f"{j.name}.damping", taken)] = 1
             springs.append(JointSpringDamper(list(taken)[-1], j.name, [0.0] * JOINT_TYPES[jt][1],
                                              [float(dyn.damping)] * JOINT_TYPES[jt][1], [0.0] * JOINT_TYPES[jt][1]))
-        if dyn is not None and dyn.friction:
-            frictional.append(j.name)
+
         anchor[link] = (body_name[link], identity)
         members.setdefault(body_name[link], []).append(link)
     if seen != len(links):
@@ -279,9 +279,6 @@ def model_from_urdf(robot, path: str, lines=None, floating_base: bool = False, m
         items = [v for ln in lks for v in _visuals(links[ln], anchor[ln][1])]
         if items:
             visuals[body] = items
-    if frictional:
-        warnings.warn(f"{path}: Coulomb friction (<dynamics friction>) of joints {', '.join(frictional[:3])}"
-                      f"{' ...' if len(frictional) > 3 else ''} is not modelled: left out", ModelWarning, stacklevel=3)
     try:
         model = Model(robot.name, bodies, joints, gravity=np.array([0.0, 0.0, -9.81]), source=path, springs=springs)
     except ModelError as e:

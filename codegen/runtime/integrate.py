@@ -249,9 +249,18 @@ def applied_power(system, res, joint_forces_only=False):
         iv = off[f.joint][1] + f.dof
         P += np.array([f.function(t) for t in res.t]) * res.u[:, iv]
     extra = getattr(res, "extra", {})
-    if "actuator_force" in extra:            # actuators: gear f u
+    if "actuator_force" in extra:            # actuators: gear f u (on a tendon: gear f Ldot)
         for a, f in zip(m.actuators, extra["actuator_force"].T):
-            P += a.gear * f * res.u[:, off[a.joint][1] + a.dof]
+            v = extra["tendon_velocity"][:, [t.name for t in m.tendons].index(a.tendon)] if a.tendon is not None \
+                else res.u[:, off[a.joint][1] + a.dof]
+            P += a.gear * f * v
+    if "tendon_force" in extra:              # tendons: their damping and limits (F + k (L - L0)) Ldot
+        p = system.plan.params()
+        for t, term in enumerate(system.plan.tendons):
+            k, L0 = p[term.index], p[term.index + 2]
+            P += (extra["tendon_force"][:, t] + k * (extra["tendon_length"][:, t] - L0)) * extra["tendon_velocity"][:, t]
+    if "friction_force" in extra:            # Coulomb friction: f u
+        P += np.einsum("sl,sl->s", extra["friction_force"], res.u[:, [t.data["iv"] for t in system.plan.frictions]])
     if "limit_force" in extra:               # joint limits: f u (spring and damper, one-sided)
         P += np.einsum("sl,sl->s", extra["limit_force"], res.u[:, [t.data["iv"] for t in system.plan.limits]])
     fb = getattr(system, "feedback", None)
@@ -340,8 +349,9 @@ def runaway(system, res, X):
     if n > 1:
         pre = SimpleNamespace(t=ts[:n], q=res.q[:n], u=res.u[:n], energy_kinetic=T[:n], energy_potential=V[:n],
                               body_names=res.body_names, body_com=res.body_com[:n], body_quat=res.body_quat[:n],
-                              extra={k: v[:n] for k, v in res.extra.items() if k in ("actuator_force",
-                                                                                      "limit_force")})
+                              extra={k: v[:n] for k, v in res.extra.items() if k in (
+                                  "actuator_force", "limit_force", "friction_force", "tendon_force", "tendon_length",
+                                  "tendon_velocity")})
         with np.errstate(all="ignore"):
             P = applied_power(system, pre)
             if P is not None:

@@ -125,17 +125,21 @@ class System(Derivatives):
         """The plan's parameter vector with the joint limits' stiffness and damping, which scale with each limited
         coordinate's diagonal mass-matrix entry at the initial state (from this kernel's RNEA)."""
         p = self.plan.params()
-        if getattr(self.plan, "limits", None):
+        tendons = any(t.data["limited"] for t in getattr(self.plan, "tendons", ()))
+        if getattr(self.plan, "limits", None) or tendons or getattr(self.plan, "frictions", None):
             k = self.kernel
             k.set_params(p)
             q0, _ = self.plan.model.initial_state()
             z = np.zeros(self.plan.nv)
             bias = k.inverse_dynamics(q0, z, z, 0.0)
             meff = np.zeros(self.plan.nv)
-            for term in self.plan.limits:
+            for term in self.plan.limits + self.plan.frictions:
                 iv = term.data["iv"]
                 meff[iv] = k.inverse_dynamics(q0, z, np.eye(self.plan.nv)[iv], 0.0)[iv] - bias[iv]
             self.plan.limit_gains(p, meff)
+            if tendons:                      # M^-1 c from two forward dynamics at rest
+                a0 = k.forward_dynamics(q0, z, None, 0.0)
+                self.plan.tendon_limit_gains(p, lambda c: k.forward_dynamics(q0, z, c, 0.0) - a0)
             k.set_params(p)
         return p
 
@@ -381,7 +385,7 @@ class System(Derivatives):
             raise ValueError("ctrl: the model has no actuators")
         if getattr(self.model, "actuators", None):
             self.kernel.set_ctrl(ctrl)
-        limited = bool(getattr(self.plan, "limits", None))
+        limited = hasattr(self.kernel, "set_limits")       # rigid models
         was = limited and bool(self.kernel.limits_on)
         if limited:
             self.kernel.set_limits(bool(limits))
@@ -513,6 +517,13 @@ class System(Derivatives):
                              limit_force=self.kernel.limit_forces_at(X))
             meta["limits"] = {"enforced": bool(self.kernel.limits_on),
                               "active_samples": int(np.count_nonzero(res.extra["limit_force"].any(axis=1)))}
+        if getattr(self.plan, "frictions", None):
+            res.extra.update(friction_names=np.array([t.data["name"] for t in self.plan.frictions]),
+                             friction_force=self.kernel.friction_forces_at(X))
+        if getattr(self.model, "tendons", None):
+            L, Ld, F = self.kernel.tendon_states_at(X)
+            res.extra.update(tendon_names=np.array([t.name for t in self.model.tendons]), tendon_length=L,
+                             tendon_velocity=Ld, tendon_force=F)
         if getattr(self.model, "actuators", None):
             F, C = self.kernel.actuator_forces_at(X, ts)
             res.extra.update(actuator_names=np.array([a.name for a in self.model.actuators]), ctrl=C,

@@ -1,6 +1,7 @@
 """Actuators and controls (codegen/model/actuators.py, templates/shared/actuators.pyx.j2) against MuJoCo itself, on
 tests/model/mjcf/actuated_arm.xml: a motor with gear and control range, a position servo with force range, a
-velocity servo and a general affine actuator, on a slide-and-hinge arm with armature, damping and a spring.
+velocity servo, a general affine actuator and a motor on a fixed tendon (with its own spring and damper), on a
+slide-and-hinge arm with armature, damping and a spring.
 
 * mj_forward's qacc (contacts and constraints off) at random states and random controls, in and beyond
   ctrlrange, so that the clamps act: 1e-9 relative;
@@ -41,7 +42,10 @@ def random_ctrl(mj, rng, n=None):
 
 def test_imported_in_mujocos_order(arm):
     m, mj, _ = arm
-    assert [a.name for a in m.actuators] == ["push", "shoulder_servo", "elbow_speed", "wrist_affine"]
+    assert [a.name for a in m.actuators] == ["push", "shoulder_servo", "elbow_speed", "wrist_affine", "coupler_motor"]
+    (t,) = m.tendons
+    assert [(tj.joint, tj.coef) for tj in t.joints] == [("shoulder", 1.0), ("elbow", -0.5)]
+    assert (t.stiffness, t.damping, t.length0) == (5.0, 0.3, 0.2) and m.actuators[4].tendon == "coupler"
     servo = m.actuators[1]
     assert servo.affine()[0].tolist() == [40, 0, 0] and servo.affine()[1].tolist() == [0, -40, -2]
     assert servo.forcerange.tolist() == [-8, 8] and servo.ctrlrange is None
@@ -109,7 +113,7 @@ def test_derivatives_with_actuators(arm):
     m, mj, s = arm
     rng = np.random.default_rng(3)
     q, u = rng.uniform(-0.5, 0.5, m.nq), rng.normal(size=m.nv)
-    c = np.array([0.3, 0.2, -0.4, 0.5])                                   # inside every range
+    c = np.array([0.3, 0.2, -0.4, 0.5, 0.6])                              # inside every range
     Aq, Au, Mi = s.forward_dynamics_derivatives(q, u, ctrl=c)
     h = 1e-6
     for k in range(m.nv):
@@ -178,3 +182,29 @@ def test_unmodelled_mujoco_actuators_are_refused_by_name(tmp_path, capsys, actua
     assert main(["check", str(p)]) == 2
     err = capsys.readouterr().err
     assert "actuator" in err and words in err and "Traceback" not in err, err
+
+
+def test_gymnasium_ant_matches_mj_forward():
+    """A real robot file as it ships: gymnasium's ant (free base, armature on every hinge, 8 motors with gear and
+    ctrlrange, limited hips and ankles), loaded with its contacts ignored; random states inside the limits and
+    random controls: mj_forward's qacc (docs/robots-mujoco.md: every gymnasium model)."""
+    gym = pytest.importorskip("gymnasium")
+    path = os.path.join(os.path.dirname(gym.__file__), "envs", "mujoco", "assets", "ant.xml")
+    with pytest.warns(codegen.model.robotfiles.ModelWarning, match="contacts"):
+        m = codegen.load_model(path, ignore_contacts=True)
+    assert len(m.actuators) == 8 and np.count_nonzero(m.armature) == 8 and m.joints[0].type == "free"
+    mj = mujoco.MjModel.from_xml_path(path)
+    mj.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT) | int(mujoco.mjtDisableBit.mjDSBL_CONSTRAINT)
+    d = mujoco.MjData(mj)
+    s = get_system(m)
+    rng = np.random.default_rng(5)
+    for _ in range(10):
+        q = np.array(mj.qpos0)
+        q[3:7] = rng.normal(size=4)
+        q[3:7] /= np.linalg.norm(q[3:7])
+        lo, hi = mj.jnt_range[1:, 0], mj.jnt_range[1:, 1]
+        q[7:] = rng.uniform(lo + 0.05 * (hi - lo), hi - 0.05 * (hi - lo))          # no limit active
+        u, c = rng.normal(size=mj.nv), rng.uniform(-1, 1, size=mj.nu)
+        d.qpos[:], d.qvel[:], d.ctrl[:] = q, u, c
+        mujoco.mj_forward(mj, d)
+        assert rel_err(s.forward_dynamics(q, u, ctrl=c), d.qacc) < 1e-9

@@ -1,5 +1,5 @@
 """Details of robot files met on the way (issue: real robot files): an XML declaration of version 0.0, unused
-tendons, massless bodies under cfa, default result names of robot files, full names in `mbgen check`."""
+spatial tendons, massless bodies under cfa, default result names of robot files, full names in `mbgen check`."""
 import argparse
 
 import pytest
@@ -41,20 +41,23 @@ def test_default_result_name_is_the_robot_files_stem(tmp_path):
 
 
 MJCF = ('<mujoco><worldbody><body name="a"><joint name="h" type="hinge"/><geom size="0.1" contype="0" '
-        'conaffinity="0"/><body name="b" pos="0.2 0 0"><joint name="h2" type="hinge"/><geom size="0.1" '
-        'contype="0" conaffinity="0"/></body></body></worldbody><tendon><fixed name="t" {0}><joint joint="h" '
-        'coef="1"/><joint joint="h2" coef="-1"/></fixed></tendon>{1}</mujoco>')
+        'conaffinity="0"/><site name="s1"/><body name="b" pos="0.2 0 0"><joint name="h2" type="hinge"/><geom '
+        'size="0.1" contype="0" conaffinity="0"/><site name="s2" pos="0.1 0 0"/></body></body></worldbody><tendon>'
+        '<spatial name="t" {0}><site site="s1"/><site site="s2"/></spatial></tendon>{1}</mujoco>')
 
 
-def test_a_tendon_that_changes_nothing_does_not_block(tmp_path, capsys):
+def test_a_spatial_tendon_that_changes_nothing_does_not_block(tmp_path, capsys):
+    """Fixed tendons are imported (tests/model/test_mjcf_actuators.py); a spatial one is refused by name unless it
+    changes nothing (no stiffness, damping, limit or actuator: gymnasium's humanoid has two such tendons)."""
     p = tmp_path / "t.xml"
     p.write_text(MJCF.format("", ""))
-    assert [j.name for j in codegen.load_model(p).joints] == ["h", "h2"]
+    m = codegen.load_model(p)
+    assert [j.name for j in m.joints] == ["h", "h2"] and m.tendons == []
     for tendon, actuator in (('stiffness="3"', ""), ("", '<actuator><motor tendon="t"/></actuator>')):
         p.write_text(MJCF.format(tendon, actuator))
         assert main(["check", str(p)]) == 2
         err = capsys.readouterr().err
-        assert "1 tendons ('t'" in err and "not modelled" in err
+        assert "1 spatial tendons ('t'" in err and "not modelled" in err, err
     p.write_text(MJCF.format("", '<actuator><motor tendon="t"/></actuator>'))
     with pytest.warns(codegen.model.robotfiles.ModelWarning, match="left out on request"):
         assert codegen.load_model(p, ignore_actuators=True).actuators == []

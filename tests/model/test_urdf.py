@@ -12,7 +12,7 @@ import pytest
 import codegen
 from codegen.cli import main
 from codegen.model import ModelError
-from codegen.model.robotfiles import ModelWarning, file_kind
+from codegen.model.robotfiles import file_kind
 from support.robots import ModelPeer, UrdfPeer, random_states, rel_err
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -128,17 +128,17 @@ def test_joint_types(tmp_path):
 
 def test_limits_damping_and_friction(tmp_path):
     """<limit lower upper> of revolute and prismatic joints become limits (continuous: none; lower = upper = 0:
-    none); <dynamics damping> a joint damper (-d u); <dynamics friction> is left out with a warning naming it."""
+    none); <dynamics damping> a joint damper (-d u); <dynamics friction> the joint's Coulomb friction."""
     text = robot('<link name="base"/>', link("a"), link("b"), link("c"),
                  joint("ja", "base", "a", extra='<dynamics damping="0.7" friction="0.2"/>'),
                  joint("jb", "a", "b", "prismatic", axis="1 0 0"), joint("jc", "b", "c", "continuous"))
     p = write(tmp_path, text)
-    with pytest.warns(ModelWarning, match=r"friction.*ja"):
-        m = codegen.load_model(p)
+    m = codegen.load_model(p)
     lim = {j.name: None if j.limits is None else j.limits.tolist() for j in m.joints}
     assert lim == {"ja": [[-1.0, 1.0]], "jb": [[-1.0, 1.0]], "jc": None}
     assert [(s.joint, s.damping.tolist(), s.stiffness.tolist()) for s in m.springs] == [("ja", [0.7], [0.0])]
     assert m.joints[0].limit_solref.tolist() == [0.02, 1.0]          # MuJoCo's default time constant and ratio
+    assert m.joints[0].friction.tolist() == [0.2] and m.joints[1].friction is None
 
 
 def test_mimic_joints(tmp_path, capsys):

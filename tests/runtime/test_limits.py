@@ -85,3 +85,65 @@ def test_mjcf_ranges_become_limits(tmp_path):
     h, sl = m.joints
     assert h.limits.tolist() == [[-0.5, 0.7]] and np.allclose(h.limit_solref, [0.04, 0.9])
     assert sl.limits is None
+
+
+def test_a_tendon_limit_holds_two_joints_together():
+    """A fixed tendon L = q2 - q1 with limits [-0.3, 0.3] on a double pendulum dropped from rest: L stays within its
+    range up to the compliant limit's penetration, the limit pushes only while L is past it, the energy never grows,
+    and the tendon's length and force are in the results."""
+    d = {"name": "tendon_pendulum", "gravity": [0, -9.81, 0],
+         "bodies": [{"name": "a", "mass": 1.0, "com": [0.5, 0, 0], "inertia": [0.001, 0.08, 0.08]},
+                    {"name": "b", "mass": 1.0, "com": [0.5, 0, 0], "inertia": [0.001, 0.08, 0.08]}],
+         "joints": [{"name": "j1", "type": "revolute", "parent": "ground", "child": "a", "q0": 0.0},
+                    {"name": "j2", "type": "revolute", "parent": "a", "child": "b", "parent_frame": {"pos": [1, 0, 0]},
+                     "q0": 0.0}],
+         "tendons": [{"name": "bend", "joints": [{"joint": "j1", "coef": -1}, {"joint": "j2", "coef": 1}],
+                      "limits": [-0.3, 0.3]}]}
+    m = codegen.model_from_dict(d)
+    s = get_system(m)
+    res = s.simulate(2.0, 0.001)
+    L = res.extra["tendon_length"][:, 0]
+    assert np.allclose(L, res.q[:, 1] - res.q[:, 0])
+    # held near the range: the compliant limit's time constant acts on the tendon's effective mass at q0
+    # (1 / (c^T M^-1 c) = 0.04 kg m^2, k = 102 N m), the whipping pendulum presses on with gravity: 0.2 rad past it
+    assert 0.3 < L.max() < 0.45 and -0.55 < L.min() < -0.3
+    F = res.extra["tendon_force"][:, 0]
+    assert np.all(F[np.abs(L) < 0.3] == 0)                               # no stiffness, no damping: only the limit
+    E = res.energy_kinetic + res.energy_potential
+    assert E.max() <= E[0] + 1e-9
+    free = s.simulate(2.0, 0.001, limits=False)
+    assert np.abs(free.extra["tendon_length"][:, 0]).max() > 3.0          # without limits it folds up
+
+
+FRICTION = {"name": "friction_slider", "gravity": [0, 0, 0],
+            "bodies": [{"name": "block", "mass": 2.0, "inertia": [0.01, 0.01, 0.01]}],
+            "joints": [{"name": "slide", "type": "prismatic", "parent": "ground", "child": "block", "axis": [1, 0, 0],
+                        "friction": 3.0}],
+            "forces": [{"name": "push", "type": "joint_force", "joint": "slide", "value": 1.5}]}
+
+
+@pytest.mark.parametrize("load", [1.5, 6.0])
+def test_coulomb_friction_sticks_below_and_slides_above_its_force(load):
+    """A 2 kg block with Coulomb friction F = 3 N under a constant push: below F it creeps at most at the stated
+    regularisation speed v_s atanh(load / F) (v_s = F T / m = 0.03 m/s); above F it accelerates at
+    (load - F) / m once sliding; the friction force never exceeds F and the energy balance holds."""
+    d = yaml.safe_load(yaml.safe_dump(FRICTION))
+    d["forces"][0]["value"] = load
+    m = codegen.model_from_dict(d)
+    s = get_system(m)
+    res = s.simulate(2.0, 0.001)
+    f = res.extra["friction_force"][:, 0]
+    assert res.extra["friction_names"].tolist() == ["slide.vel"] and np.all(np.abs(f) <= 3.0)
+    v_s = 3.0 * 0.02 / 2.0
+    if load < 3.0:
+        creep = v_s * np.arctanh(load / 3.0)
+        assert abs(res.u[-1, 0] - creep) < 1e-6 and res.q[-1, 0] < 2.0 * creep     # "stuck": 3 cm in 2 s
+    else:
+        a = np.gradient(res.u[:, 0], res.t)[-500:]
+        assert np.allclose(a, (load - 3.0) / 2.0, rtol=1e-6)
+    assert res.meta["energy"]["value"] < 1e-5
+    q, u = np.array([0.1]), np.array([0.02])                   # inside the regularisation: the slope counts
+    _, Au, _ = s.forward_dynamics_derivatives(q, u)
+    h = 1e-7
+    fu = (s.forward_dynamics(q, u + h) - s.forward_dynamics(q, u - h)) / (2 * h)
+    assert abs(Au[0, 0] - fu[0]) < 1e-6 * abs(fu[0]) and Au[0, 0] < -10

@@ -206,8 +206,8 @@ def rel_err(a, b) -> float:
 
 def load(path, floating=False):
     """A robot file as our model, as pinocchio's ABA sees it: mimic joints as independent joints if the file has any
-    (pinocchio's default), its joint limits and <dynamics damping> left out (pinocchio's ABA has neither; their
-    import: tests/model/test_urdf.py)."""
+    (pinocchio's default), its joint limits and <dynamics damping friction> left out (pinocchio's ABA has none of
+    them; their import: tests/model/test_urdf.py)."""
     import codegen
     from codegen.model import ModelError
     try:
@@ -217,7 +217,7 @@ def load(path, floating=False):
             raise
         m = codegen.load_model(path, floating_base=floating, mimic="independent")
     for j in m.joints:
-        j.limits = j.limit_solref = None
+        j.limits = j.limit_solref = j.friction = None
     m.springs = []
     return m
 
