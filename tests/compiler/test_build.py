@@ -81,7 +81,8 @@ def test_generated_module_header_and_structure():
     assert "cdef inline void jchild_universal" in src and "jchild_prismatic" not in src   # only used types
     assert "cdef inline void kin_universal_" in src and "kin_prismatic" not in src       # per-body patterns
     assert "noexcept nogil" in src and "cdef object" not in src.split("def forward_dynamics")[0].split(
-        "cdef class System")[1].split("cdef void call_hook")[0].replace("cdef object hook\n", "")
+        "cdef class System")[1].split("cdef void call_hook")[0].replace("cdef object hook\n", "").replace(
+        "cdef object ctrl_fn, ctrl_obj", "")                  # Python-side control sources (set_ctrl)
 
 
 def test_generated_code_grows_linearly():

@@ -111,3 +111,14 @@ def test_examples_command_lines(lqr, ilqr, tmp_path):
     assert lqr.main(["--quick", "--out", str(tmp_path)]) == 0
     assert ilqr.main(["--quick", "--iterations", "5", "--out", str(tmp_path)]) == 0
     assert {p.name for p in tmp_path.iterdir()} == {"lqr_cartpole.png", "ilqr_swingup.png"}
+
+
+def test_mjcf_inverted_pendulum_is_balanced_by_its_own_motor(tmp_path):
+    """examples/mjcf_inverted_pendulum.py: gymnasium's file as it ships (motor, gear 100, ctrlrange [-3, 3],
+    damping, limits); LQR on the motor through linearize and actuator_jacobian, run with a ctrl callable."""
+    pytest.importorskip("gymnasium")
+    out = load_example("mjcf_inverted_pendulum").run(quick=True, out=tmp_path, verbose=False)
+    k, theta, c = out["k"], out["theta"], out["ctrl"]
+    assert k.shape == (1, 4) and abs(theta[0] - 0.15) < 1e-12
+    assert abs(theta[-1]) < 0.02 and np.all(np.abs(c) <= 3.0)           # balanced; ctrlrange held in compiled code
+    assert (tmp_path / "mjcf_inverted_pendulum.png").exists()
