@@ -28,8 +28,12 @@ Mapping:
   and solref in the stiffness-damping form are refused.
 * gravity: ``opt.gravity`` (zero if the file disables gravity).
 
-Refused with a message (they change the dynamics and have no counterpart here): equality constraints (closed
-loops and couplings), spatial tendons (an unused one is left out), friction loss of ball and free joints, gravity compensation,
+* active ``connect`` and ``weld`` equality constraints between bodies -> spherical and fixed cut joints (the
+  model's loops: solved by the recursive family with its constraint stabilisation; MuJoCo's own are soft
+  constraints of its solver).
+
+Refused with a message (they change the dynamics and have no counterpart here): joint, tendon and site
+equality constraints, spatial tendons (an unused one is left out), friction loss of ball and free joints, gravity compensation,
 fluid forces, stiffness or damping of ball and free joints. Contacts (some pair of geoms can touch) are refused
 too, unless ``ignore_contacts``: then the model is simulated without them and a ``ModelWarning`` says so.
 * actuators with a hinge or slide joint transmission and no activation dynamics (motor, position without
@@ -124,9 +128,15 @@ def model_from_mjmodel(mj, path: str = "<mjcf>", ignore_contacts: bool = False,
 
     # what has no counterpart here
     problems = []
-    if mj.neq:
-        problems.append(f"{mj.neq} equality constraints (connect, weld and joint couplings are not imported yet; a "
-                        "model file's loops: section closes loops with cut joints)")
+    enames = _names(mj, mujoco, O.mjOBJ_EQUALITY, mj.neq, "equality")
+    for e in range(mj.neq):
+        if not mj.eq_active0[e] or mj.opt.disableflags & int(D.mjDSBL_EQUALITY):
+            continue                                     # inactive in the file: changes nothing
+        if mj.eq_type[e] not in (int(mujoco.mjtEq.mjEQ_CONNECT), int(mujoco.mjtEq.mjEQ_WELD)) \
+                or mj.eq_objtype[e] != int(O.mjOBJ_BODY):
+            kind = mujoco.mjtEq(int(mj.eq_type[e])).name[5:].lower()
+            problems.append(f"the {kind} equality constraint {enames[e]!r} (connect and weld constraints between "
+                            "bodies are imported as cut joints; joint, tendon and site couplings are not yet)")
     used = set(mj.actuator_trnid[mj.actuator_trntype == int(mujoco.mjtTrn.mjTRN_TENDON), 0].tolist()) \
         if mj.nu and not ignore_actuators and not mj.opt.disableflags & int(D.mjDSBL_ACTUATION) else set()
     tnames = _names(mj, mujoco, O.mjOBJ_TENDON, mj.ntendon, "tendon")
@@ -257,13 +267,14 @@ def model_from_mjmodel(mj, path: str = "<mjcf>", ignore_contacts: bool = False,
         m, c, J = lumped(parts)
         b = by_name[name]
         b.mass, b.com, b.inertia = m, c, J
+    cuts = _connects(mj, mujoco, anchor, enames, taken)
     gravity = np.zeros(3) if mj.opt.disableflags & int(D.mjDSBL_GRAVITY) else np.array(mj.opt.gravity, float)
     tendons = [_tendon(mj, t, tnames, jnames, taken) for t in fixed]
     tmap = {t: ten.name for t, ten in zip(fixed, tendons)}
     actuators = _actuators(mj, mujoco, jnames, tmap, taken) if actuated and not ignore_actuators else []
     model = Model(mujoco.mj_id2name(mj, O.mjOBJ_MODEL, 0) or os.path.splitext(os.path.basename(path))[0] or "mjcf",
                   bodies, joints, gravity=gravity, springs=springs, source=path, actuators=actuators,
-                  tendons=tendons)
+                  tendons=tendons, cuts=cuts)
     model.visuals = _visuals(mj, anchor, gnames)
     return model
 
@@ -291,6 +302,30 @@ def _actuator_problems(mj, mujoco, jnames) -> List[str]:
             why = "a gain or bias type beyond affine"
         if why:
             out.append(f"actuator {names[i]!r}: {why}")
+    return out
+
+
+def _connects(mj, mujoco, anchor, enames, taken) -> List[Joint]:
+    """Active connect and weld constraints between two bodies as cut joints, each frame moved into the frame of the
+    body it was lumped into; a constraint to the world hangs from ground (the child side must be a body).
+    connect -> spherical: the anchor in body1's frame (eq_data[0:3]) and the same point in body2's frame at qpos0
+    (eq_data[3:6], from MuJoCo's compiler). weld -> fixed: body1's frame at relpose (eq_data[3:6] position,
+    eq_data[6:10] quaternion) and body2's frame at the anchor (eq_data[0:3]) coincide."""
+    out = []
+    for e in range(mj.neq):
+        if not mj.eq_active0[e] or mj.opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_EQUALITY):
+            continue
+        d = np.asarray(mj.eq_data[e], float)
+        weld = mj.eq_type[e] == int(mujoco.mjtEq.mjEQ_WELD)
+        local = [(d[3:6], quat_to_rot(d[6:10])), (d[0:3], np.eye(3))] if weld else \
+            [(d[0:3], np.eye(3)), (d[3:6], np.eye(3))]
+        ends = [(anchor[int(b)], f) for b, f in zip((mj.eq_obj1id[e], mj.eq_obj2id[e]), local)]
+        if ends[1][0][0] == GROUND:
+            ends.reverse()
+        frames = [Placement(p + R @ a, R @ Ra) for (_, p, R), (a, Ra) in ends]
+        name = unique_name(enames[e] or f"{'weld' if weld else 'connect'}{e}", taken)
+        taken[name] = 1
+        out.append(Joint(name, "fixed" if weld else "spherical", ends[0][0][0], ends[1][0][0], *frames))
     return out
 
 

@@ -9,7 +9,8 @@ slide-and-hinge arm with armature, damping and a spring.
 * rollout(ctrl=) equals simulate(ctrl=) with the same controls bit for bit; a table, a callable and the file's
   own ctrl functions drive simulate in compiled code; the energy balance counts the actuators' work;
 * derivatives with actuators against central differences;
-* a position servo (YAML) reaches its target; bad actuator fields and unmodelled MuJoCo actuators exit 2."""
+* a position servo (YAML) reaches its target; bad actuator fields and unmodelled MuJoCo actuators exit 2;
+* gymnasium's ant.xml as it ships; connect and weld equality constraints as cut joints against the KKT oracle."""
 import os
 
 import mujoco
@@ -208,3 +209,47 @@ def test_gymnasium_ant_matches_mj_forward():
         d.qpos[:], d.qvel[:], d.ctrl[:] = q, u, c
         mujoco.mj_forward(mj, d)
         assert rel_err(s.forward_dynamics(q, u, ctrl=c), d.qacc) < 1e-9
+
+
+def test_connect_constraint_closes_a_loop_as_a_cut_joint():
+    """An MJCF connect equality constraint becomes a spherical cut joint (the anchor in each body's frame, MuJoCo's
+    eq_data); the recursive family's constrained accelerations equal the KKT oracle built from the model dict along
+    a simulated run, and the loop stays closed."""
+    from support.kkt import KKT
+    m = codegen.load_model(os.path.join(HERE, "four_bar_connect.xml"))
+    (cut,) = m.cuts
+    assert (cut.name, cut.type, cut.parent, cut.child) == ("close", "spherical", "coupler", "rocker")
+    assert np.allclose(cut.parent_frame.pos, [0, 0, 1]) and np.allclose(cut.child_frame.pos, [-0.8, 0, 1])
+    s = get_system(m)
+    res = s.simulate(1.0, 0.01)
+    assert res.meta["constraint_violation_max"]["position"] < 1e-5
+    kkt = KKT(m.to_dict())
+    for k in (0, 50, 100):
+        ud_ref, _ = kkt.forward(res.q[k], res.u[k], baumgarte=(s.kernel.alpha, s.kernel.beta))   # as the run
+        assert rel_err(s.forward_dynamics(res.q[k], res.u[k]), ud_ref) < 1e-6, k
+
+
+def test_weld_constraint_is_a_fixed_cut_joint():
+    """A weld (body1's frame at relpose, body2's at the anchor: MuJoCo's eq_data) becomes a fixed cut joint: a free
+    box welded to a pendulum's tip moves with it, as the KKT oracle says, the weld held to round-off."""
+    from support.kkt import KKT
+    m = codegen.load_model(os.path.join(HERE, "welded_box.xml"))
+    (cut,) = m.cuts
+    assert (cut.type, cut.parent, cut.child) == ("fixed", "arm", "box")
+    s = get_system(m)
+    res = s.simulate(0.5, 0.01)
+    assert res.meta["constraint_violation_max"]["position"] < 1e-5 and np.ptp(res.q[:, 0]) > 0.5
+    kkt = KKT(m.to_dict())
+    for k in (0, 25, 50):
+        ud_ref, _ = kkt.forward(res.q[k], res.u[k], baumgarte=(s.kernel.alpha, s.kernel.beta))
+        assert rel_err(s.forward_dynamics(res.q[k], res.u[k]), ud_ref) < 1e-6, k
+
+
+def test_other_equality_constraints_are_refused_by_name(tmp_path, capsys):
+    p = tmp_path / "coupled.xml"
+    p.write_text(open(os.path.join(HERE, "four_bar_connect.xml")).read().replace(
+        '<connect name="close" body1="coupler" body2="rocker" anchor="0 0 1"/>',
+        '<joint name="gear" joint1="j1" joint2="j3" polycoef="0 2 0 0 0"/>'))
+    assert main(["check", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert "the joint equality constraint 'gear'" in err and "Traceback" not in err
