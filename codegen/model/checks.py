@@ -212,11 +212,12 @@ def _check_inertia(J: np.ndarray, source: str, fld: str):
                          f"(a + b >= c, relative tolerance {INERTIA_TRIANGLE_TOL:g})", source, fld)
 
 
-def _check_inertias(Js: List[np.ndarray], source: str, fields: List[str]):
+def _check_inertias(Js: List[np.ndarray], source: str, fields: List[str], triangle: bool = True) -> List[str]:
     """_check_inertia for many tensors at once (numpy per call costs more than the check); the first failing
-    one is re-checked alone for its message."""
+    one is re-checked alone for its message. triangle=False: tensors that only break the triangle inequality pass,
+    and their fields are returned (the caller warns)."""
     if not Js:
-        return
+        return []
     J = np.array(Js)
     scale = np.abs(J).max(axis=(1, 2))
     Js_ = J / np.where(scale > 0, scale, 1.0)[:, None, None]
@@ -224,10 +225,14 @@ def _check_inertias(Js: List[np.ndarray], source: str, fields: List[str]):
     ev = np.linalg.eigvalsh(0.5 * (Js_ + Js_.transpose(0, 2, 1)))
     floor = INERTIA_ABS_TOL / np.where(scale > 0, scale, 1.0)
     ok &= ev[:, 0] >= -(INERTIA_PSD_TOL + floor)
-    ok &= ev[:, 0] + ev[:, 1] >= ev[:, 2] - (INERTIA_TRIANGLE_TOL + floor)
+    tri = ev[:, 0] + ev[:, 1] >= ev[:, 2] - (INERTIA_TRIANGLE_TOL + floor)
     ok |= scale == 0
     for k in np.flatnonzero(~ok):
         _check_inertia(J[k], source, fields[k])
+    bad = [fields[k] for k in np.flatnonzero(~tri & (scale > 0))]
+    if bad and triangle:
+        _check_inertia(J[fields.index(bad[0])], source, bad[0])
+    return bad
 
 
 def _check_rotations(Rs: List[np.ndarray], source: str, fields: List[str]):

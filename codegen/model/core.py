@@ -149,6 +149,7 @@ class Model:
     cuts: List[Joint] = field(default_factory=list)  # loop-closing (cut) joints, the file's `loops:` section
     actuators: list = field(default_factory=list)    # codegen.model.actuators.Actuator, in control order
     tendons: list = field(default_factory=list)      # codegen.model.tendons.Tendon (fixed tendons)
+    allow_nonphysical_inertia: bool = False          # inertias that break the triangle inequality: warn, not refuse
 
     def __post_init__(self):
         validate(self)
@@ -277,6 +278,8 @@ def model_dict(model: Model) -> dict:
     d = {"name": model.name, "gravity": _f(model.gravity),
          "bodies": [{"name": b.name, "mass": float(b.mass), "com": _f(b.com), "inertia": _f(b.inertia)}
                     for b in model.bodies], "joints": []}
+    if model.allow_nonphysical_inertia:
+        d["allow_nonphysical_inertia"] = True
     cut_ids = {id(c) for c in model.cuts}
     for j in model.joints + model.cuts:
         e = {"name": j.name, "type": j.type, "parent": j.parent, "child": j.child,
@@ -354,7 +357,14 @@ def validate(model: Model) -> None:
         b.mass = _num(b.mass, src, f + ".mass", nonneg=True, what="mass")   # 0: massless (checked below)
         b.com = _vec(b.com, 3, src, f + ".com")
         b.inertia = _mat3(b.inertia, src, f + ".inertia")
-    _check_inertias([b.inertia for b in model.bodies], src, [f"bodies[{b.name}].inertia" for b in model.bodies])
+    odd = _check_inertias([b.inertia for b in model.bodies], src, [f"bodies[{b.name}].inertia" for b in model.bodies],
+                          triangle=not model.allow_nonphysical_inertia)
+    if odd:                                  # robot files: loaded as pinocchio does, with a warning naming the bodies
+        import warnings
+        from .robotfiles import ModelWarning
+        warnings.warn(f"{src}: the inertias of {', '.join(f[7:-9] for f in odd[:5])}{' ...' if len(odd) > 5 else ''} "
+                      "violate the triangle inequality (a + b >= c of the principal moments): no rigid body has "
+                      "them; loaded as they are", ModelWarning, stacklevel=3)
     model._bodies = {b.name: b for b in model.bodies}
 
     children, rots, rot_fields = {}, [], []

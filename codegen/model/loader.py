@@ -83,7 +83,8 @@ def _time_function(d, source, fld) -> TimeFunction:
     return TimeFunction(kind, t=_numlist(v["t"], source, f"{f}.t", 2), y=_numlist(v["value"], source, f"{f}.value", 2))
 
 
-_TOP_KEYS = {"name", "gravity", "bodies", "joints", "loops", "forces", "tendons", "actuators", "simulation"}   # 'simulation': read elsewhere
+_TOP_KEYS = {"name", "gravity", "bodies", "joints", "loops", "forces", "tendons", "actuators", "simulation",
+             "allow_nonphysical_inertia"}   # 'simulation': read elsewhere
 _BODY_KEYS = {"name", "mass", "com", "inertia"}
 _JOINT_KEYS = {"name", "type", "parent", "child", "parent_frame", "child_frame", "axis", "axis2", "q0", "u0",
                "armature", "limits", "limit_solref", "friction"}
@@ -204,7 +205,8 @@ def model_from_dict(d: dict, source: str = "<model>", strict_names: bool = False
     return Model(name, bodies, joints, gravity=d.get("gravity", [0.0, -9.81, 0.0]), springs=springs,
                  point_springs=psprings, joint_forces=jforces, source=source,
                  simulation=parse_simulation(d.get("simulation"), source, beams=False), cuts=cuts,
-                 actuators=actuators, tendons=tendons)
+                 actuators=actuators, tendons=tendons,
+                 allow_nonphysical_inertia=d.get("allow_nonphysical_inertia", False) is True)
 
 
 def _section(d, key, source) -> list:

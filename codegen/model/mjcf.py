@@ -274,7 +274,7 @@ def model_from_mjmodel(mj, path: str = "<mjcf>", ignore_contacts: bool = False,
     actuators = _actuators(mj, mujoco, jnames, tmap, taken) if actuated and not ignore_actuators else []
     model = Model(mujoco.mj_id2name(mj, O.mjOBJ_MODEL, 0) or os.path.splitext(os.path.basename(path))[0] or "mjcf",
                   bodies, joints, gravity=gravity, springs=springs, source=path, actuators=actuators,
-                  tendons=tendons, cuts=cuts)
+                  tendons=tendons, cuts=cuts, allow_nonphysical_inertia=True)
     model.visuals = _visuals(mj, anchor, gnames)
     return model
 

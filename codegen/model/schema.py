@@ -282,6 +282,9 @@ def _rigid():
         "actuators": _list("actuators, in control order (the ctrl vector's)", _actuators(), "forces", "actuators",
                            nullable=True),
         "simulation": {"$ref": "#/$defs/simulation", "description": "simulation settings (below)"},
+        "allow_nonphysical_inertia": {"type": "boolean", "x-expected": "true or false",
+                                      "description": "true: inertias that break the triangle inequality load with a "
+                                                     "warning (robot files always do); default false: refused"},
     }, required=("bodies", "joints"))
 
 

@@ -280,7 +280,8 @@ def model_from_urdf(robot, path: str, lines=None, floating_base: bool = False, m
         if items:
             visuals[body] = items
     try:
-        model = Model(robot.name, bodies, joints, gravity=np.array([0.0, 0.0, -9.81]), source=path, springs=springs)
+        model = Model(robot.name, bodies, joints, gravity=np.array([0.0, 0.0, -9.81]), source=path, springs=springs,
+                      allow_nonphysical_inertia=True)
     except ModelError as e:
         raise _with_links(e, members, body_name) from None
     model.visuals = visuals

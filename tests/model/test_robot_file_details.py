@@ -71,3 +71,24 @@ def test_cfa_refuses_a_massless_body_by_name(tmp_path):
     m = codegen.load_model(p)
     with pytest.raises(BuildError, match="body 'a.h1' is massless: use recursive, dense or mstmm"):
         codegen.build(m, "cfa")
+
+
+def test_impossible_inertia_loads_from_robot_files_with_a_warning(tmp_path, capsys):
+    """romeo_small's shoulder (6.6e-4 + 6.8e-4 < 6.6e-3) loads as pinocchio loads it, with a warning naming the body;
+    the project's own files refuse it unless allow_nonphysical_inertia: true."""
+    bad = ('<link name="odd"><inertial><mass value="1"/><inertia ixx="0.00066" ixy="0" ixz="0" iyy="0.00068" iyz="0" '
+           'izz="0.0066"/></inertial></link>')
+    p = tmp_path / "odd.urdf"
+    p.write_text(urdf().replace(LINK.format("a_link_with_a_rather_long_name"), bad).replace(
+        "a_link_with_a_rather_long_name", "odd"))
+    with pytest.warns(codegen.model.robotfiles.ModelWarning, match="inertias of odd violate the triangle"):
+        m = codegen.load_model(p)
+    d = m.to_dict()
+    assert d["allow_nonphysical_inertia"] is True
+    codegen.model_from_dict(d)                                     # round trip: still allowed (with the warning)
+    del d["allow_nonphysical_inertia"]
+    f = tmp_path / "odd.yaml"
+    import yaml
+    f.write_text(yaml.safe_dump(d))
+    assert main(["check", str(f)]) == 2
+    assert "violate the triangle inequality" in capsys.readouterr().err

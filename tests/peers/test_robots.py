@@ -28,7 +28,6 @@ STATES, TOL = 20, 1e-9
 REFUSED = {
     "ur3": "the <robot> element needs a name attribute",                       # an empty file
     "romeo": "joints[RThumb3]: the bodies beyond this joint have no inertia",  # massless thumb: pinocchio gives NaN
-    "romeo_small": "violate the triangle inequality",                          # 6.6e-4 + 6.8e-4 < 6.6e-3
     "romeo_laas_small": "must be positive semi-definite",                      # a principal moment of -2.7e-3
 }
 NO_MOVING_JOINT = {"iris_simple", "quadrotor_base"}                              # fixed base: nothing moves
