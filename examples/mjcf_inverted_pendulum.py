@@ -39,7 +39,7 @@ def run(quick=False, out=None, theta0=0.15, verbose=True):
     from scipy.linalg import solve_continuous_are
     say = print if verbose else (lambda *a: None)
     m = codegen.load_model(model_path())
-    s = codegen.build(m)
+    s = codegen.build(m, derivatives=True)                     # linearize needs them: one build
     q0, u0 = m.initial_state()
     A, B = s.linearize(q0, u0)                                 # x = (slider, hinge, their rates), input tau
     Bc = B @ s.actuator_jacobian(q0, u0, ctrl=[0.0])           # input: the motor's control

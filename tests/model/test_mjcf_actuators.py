@@ -31,7 +31,7 @@ def arm():
     m = codegen.load_model(ARM)
     mj = mujoco.MjModel.from_xml_path(ARM)
     mj.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT) | int(mujoco.mjtDisableBit.mjDSBL_CONSTRAINT)
-    return m, mj, get_system(m)
+    return m, mj, get_system(m, derivatives=True)      # one build: the derivative passes are a superset
 
 
 def random_ctrl(mj, rng, n=None):

@@ -20,7 +20,7 @@ PEND = {"name": "limited_pendulum", "gravity": [0, -9.81, 0],
 @pytest.fixture(scope="module")
 def pend():
     m = codegen.model_from_dict(PEND)
-    return m, get_system(m)
+    return m, get_system(m, derivatives=True)          # one build: the derivative passes are a superset
 
 
 def test_released_against_a_limit_it_stops_there(pend):
@@ -130,7 +130,7 @@ def test_coulomb_friction_sticks_below_and_slides_above_its_force(load):
     d = yaml.safe_load(yaml.safe_dump(FRICTION))
     d["forces"][0]["value"] = load
     m = codegen.model_from_dict(d)
-    s = get_system(m)
+    s = get_system(m, derivatives=True)
     res = s.simulate(2.0, 0.001)
     f = res.extra["friction_force"][:, 0]
     assert res.extra["friction_names"].tolist() == ["slide.vel"] and np.all(np.abs(f) <= 3.0)
