@@ -57,6 +57,29 @@ def cmd_check(args):
         rows = m.roadmap() if hasattr(m, "roadmap") else Plan(m).roadmap()    # beam models plan themselves
     for row in rows:
         print("  " + row)
+    for line in physics_summary(m):
+        print("  " + line)
+
+
+def physics_summary(m) -> list:
+    """What the model carries beyond bodies and joints (robot physics), one line each; [] for beam models."""
+    if not hasattr(m, "joints") or hasattr(m, "beams"):
+        return []
+    out = []
+    arm = [j.name for j in m.joints if getattr(j, "armature", None) is not None]
+    lim = [j.name for j in m.joints if getattr(j, "limits", None) is not None]
+    fri = [j.name for j in m.joints if getattr(j, "friction", None) is not None]
+    for what, names in (("armature", arm), ("limits", lim), ("Coulomb friction", fri)):
+        if names:
+            out.append(f"{what} on {len(names)} joint(s): {', '.join(names)}")
+    for t in getattr(m, "tendons", []):
+        out.append(f"tendon {t.name}: L = " + " + ".join(f"{tj.coef:g} {tj.joint}" for tj in t.joints)
+                   + (f", limits {t.limits.tolist()}" if t.limits is not None else ""))
+    for k, a in enumerate(getattr(m, "actuators", [])):
+        out.append(f"actuator {k} {a.name}: {a.kind} on {'tendon ' + a.tendon if a.tendon else a.joint}, "
+                   f"gear {a.gear:g}" + (f", ctrlrange {a.ctrlrange.tolist()}" if a.ctrlrange is not None else "")
+                   + (f", forcerange {a.forcerange.tolist()}" if a.forcerange is not None else ""))
+    return out
 
 
 def cmd_build(args):

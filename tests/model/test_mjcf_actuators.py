@@ -41,8 +41,12 @@ def random_ctrl(mj, rng, n=None):
     return rng.uniform(lo, hi, size=(mj.nu,) if n is None else (n, mj.nu))
 
 
-def test_imported_in_mujocos_order(arm):
+def test_imported_in_mujocos_order(arm, capsys):
     m, mj, _ = arm
+    assert main(["check", ARM]) == 0                                       # `mbgen check` lists the robot physics
+    out = capsys.readouterr().out
+    assert "armature on 4 joint(s)" in out and "tendon coupler: L = 1 shoulder + -0.5 elbow" in out
+    assert "actuator 4 coupler_motor: general on tendon coupler, gear 2, ctrlrange [-1.0, 1.0]" in out
     assert [a.name for a in m.actuators] == ["push", "shoulder_servo", "elbow_speed", "wrist_affine", "coupler_motor"]
     (t,) = m.tendons
     assert [(tj.joint, tj.coef) for tj in t.joints] == [("shoulder", 1.0), ("elbow", -0.5)]
