@@ -20,7 +20,9 @@ Mapping (the same as pinocchio's ``buildModelFromUrdf``, so results can be compa
   spring-damper, MuJoCo's default time constant 0.02 s and damping ratio 1: templates/shared/limits.pyx.j2);
   ``<dynamics damping>`` -> a joint damper; ``<dynamics friction>`` -> the joint's Coulomb friction (regularised:
   templates/shared/friction.pyx.j2).
-* ignored: effort, velocity, transmissions, collisions, sensors. Box, cylinder and sphere visuals (and mesh file names) are kept in
+* ``<transmission>``: an effort-driven SimpleTransmission on one joint -> a motor actuator (gear: its
+  mechanicalReduction); other transmissions are left out with a ModelWarning naming them.
+* ignored: effort, velocity, collisions, sensors. Box, cylinder and sphere visuals (and mesh file names) are kept in
   ``model.visuals`` {body: [{type, size, pos, rot, ...}]}, in the body frame, for drawing only.
 """
 from __future__ import annotations
@@ -28,6 +30,7 @@ from __future__ import annotations
 import io
 import math
 import os
+import warnings
 from typing import Dict, List, Tuple
 
 import numpy as np
@@ -35,7 +38,7 @@ import numpy as np
 from .checks import ModelError, _name
 from .core import GROUND, JOINT_TYPES, Body, Joint, JointSpringDamper, Model, Placement
 from .massprops import lumped, moved
-from .robotfiles import parse_xml, read_limited, require, unique_name, xml_version_1
+from .robotfiles import ModelWarning, parse_xml, read_limited, require, unique_name, xml_version_1
 
 JOINT_MAP = {"revolute": "revolute", "continuous": "revolute", "prismatic": "prismatic", "floating": "free",
              "planar": "planar", "fixed": "fixed"}
@@ -57,7 +60,8 @@ def load_urdf(path, floating_base: bool = False, mimic: str = "refuse") -> Model
                                   build_collision_scene_graph=False, load_collision_meshes=False)
     except Exception as e:                      # yourdfpy raises KeyError, ValueError, IndexError, ...
         raise ModelError(f"not a valid URDF: {type(e).__name__}: {' '.join(str(e).split())[:200]}", path) from None
-    return model_from_urdf(urdf.robot, path, lines, floating_base=bool(floating_base), mimic=mimic)
+    return model_from_urdf(urdf.robot, path, lines, floating_base=bool(floating_base), mimic=mimic,
+                           transmissions=_read_transmissions(root))
 
 
 # ---------------------------------------------------------------- the file, element by element
@@ -176,7 +180,8 @@ def _visuals(link, pose) -> List[dict]:
     return out
 
 
-def model_from_urdf(robot, path: str, lines=None, floating_base: bool = False, mimic: str = "refuse") -> Model:
+def model_from_urdf(robot, path: str, lines=None, floating_base: bool = False, mimic: str = "refuse",
+                    transmissions=()) -> Model:
     """A Model from a parsed yourdfpy ``Robot`` (fixed joints merged, pinocchio's coordinate order)."""
     lines = lines or {}
     links = {lk.name: lk for lk in robot.links}
@@ -279,14 +284,58 @@ def model_from_urdf(robot, path: str, lines=None, floating_base: bool = False, m
         items = [v for ln in lks for v in _visuals(links[ln], anchor[ln][1])]
         if items:
             visuals[body] = items
+    actuators = _transmissions(transmissions, joints, path, taken)
     try:
         model = Model(robot.name, bodies, joints, gravity=np.array([0.0, 0.0, -9.81]), source=path, springs=springs,
-                      allow_nonphysical_inertia=True)
+                      allow_nonphysical_inertia=True, actuators=actuators)
     except ModelError as e:
         raise _with_links(e, members, body_name) from None
     model.visuals = visuals
     model.frames = {ln: (anchor[ln][0], anchor[ln][1][0].tolist(), anchor[ln][1][1].tolist()) for ln in anchor}
     return model
+
+
+def _read_transmissions(root) -> list:
+    """(name, type, [(joint, [interfaces])], [mechanicalReduction]) of each <transmission> (lxml: yourdfpy leaves
+    the list empty for the ros_control form)."""
+    out = []
+    for tr in root.iter("transmission"):
+        typ = tr.get("type") or (tr.findtext("type") or "").strip()
+        joints = [(j.get("name"), [(h.text or "").strip() for h in j.iter("hardwareInterface")])
+                  for j in tr.findall("joint")]
+        reds = []
+        for a in tr.findall("actuator"):
+            try:
+                reds.append(float((a.findtext("mechanicalReduction") or "").strip()))
+            except ValueError:
+                pass
+        out.append((tr.get("name") or "", typ, joints, reds))
+    return out
+
+
+def _transmissions(transmissions, joints, path, taken) -> list:
+    """ros_control transmissions: a SimpleTransmission with an effort interface on one moving joint is a motor
+    (ctrl: the actuator's effort, gear: its mechanicalReduction), in the file's order. Other transmissions (position
+    or velocity interfaces, whose controller gains are not in the file; differential ones) are left out with a
+    warning naming them."""
+    from .actuators import Actuator
+    moving = {j.name for j in joints if j.type in ("revolute", "prismatic")}
+    out, left = [], []
+    for tname, typ, tjoints, reds in transmissions:
+        ifaces = [i for _, fs in tjoints for i in fs]
+        if typ.endswith("SimpleTransmission") and len(tjoints) == 1 and tjoints[0][0] in moving and ifaces \
+                and all(i.endswith("EffortJointInterface") for i in ifaces) and all(math.isfinite(r) for r in reds) \
+                and (not reds or reds[0] != 0):
+            name = unique_name(tname or f"transmission{len(out)}", taken)
+            taken[name] = 1
+            out.append(Actuator(name, tjoints[0][0], "motor", gear=reds[0] if reds else 1.0))
+        else:
+            left.append(tname)
+    if left:
+        warnings.warn(f"{path}: {len(left)} transmissions ({', '.join(left[:3])}{' ...' if len(left) > 3 else ''}) "
+                      "are not effort-driven SimpleTransmissions on one joint (their controllers are not in the "
+                      "file): left out", ModelWarning, stacklevel=4)
+    return out
 
 
 def _with_links(e: ModelError, members, body_name) -> ModelError:

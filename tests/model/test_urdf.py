@@ -12,7 +12,7 @@ import pytest
 import codegen
 from codegen.cli import main
 from codegen.model import ModelError
-from codegen.model.robotfiles import file_kind
+from codegen.model.robotfiles import ModelWarning, file_kind
 from support.robots import ModelPeer, UrdfPeer, random_states, rel_err
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -139,6 +139,20 @@ def test_limits_damping_and_friction(tmp_path):
     assert [(s.joint, s.damping.tolist(), s.stiffness.tolist()) for s in m.springs] == [("ja", [0.7], [0.0])]
     assert m.joints[0].limit_solref.tolist() == [0.02, 1.0]          # MuJoCo's default time constant and ratio
     assert m.joints[0].friction.tolist() == [0.2] and m.joints[1].friction is None
+
+
+def test_effort_transmissions_become_motors(tmp_path):
+    """ros_control transmissions: an effort-driven SimpleTransmission is a motor with its mechanicalReduction as the
+    gear; a position-interface one (its controller gains are not in the file) is left out with a warning."""
+    tr = ('<transmission name="{0}"><type>transmission_interface/SimpleTransmission</type><joint name="{1}">'
+          '<hardwareInterface>hardware_interface/{2}JointInterface</hardwareInterface></joint><actuator name="m">'
+          '<mechanicalReduction>{3}</mechanicalReduction></actuator></transmission>')
+    text = robot('<link name="base"/>', link("a"), link("b"), joint("ja", "base", "a"), joint("jb", "a", "b"),
+                 tr.format("t_a", "ja", "Effort", 50), tr.format("t_b", "jb", "Position", 1))
+    p = write(tmp_path, text)
+    with pytest.warns(ModelWarning, match=r"1 transmissions \(t_b\)"):
+        m = codegen.load_model(p)
+    assert [(a.name, a.joint, a.kind, a.gear) for a in m.actuators] == [("t_a", "ja", "motor", 50.0)]
 
 
 def test_mimic_joints(tmp_path, capsys):
