@@ -134,7 +134,7 @@ def model_from_mjmodel(mj, path: str = "<mjcf>", ignore_contacts: bool = False,
             continue                                     # inactive in the file: changes nothing
         if mj.eq_type[e] not in (int(mujoco.mjtEq.mjEQ_CONNECT), int(mujoco.mjtEq.mjEQ_WELD)) \
                 or mj.eq_objtype[e] != int(O.mjOBJ_BODY):
-            kind = mujoco.mjtEq(int(mj.eq_type[e])).name[5:].lower()
+            kind = mujoco.mjtEq(int(mj.eq_type[e])).name.split('_', 1)[1].lower()
             problems.append(f"the {kind} equality constraint {enames[e]!r} (connect and weld constraints between "
                             "bodies are imported as cut joints; joint, tendon and site couplings are not yet)")
     used = set(mj.actuator_trnid[mj.actuator_trntype == int(mujoco.mjtTrn.mjTRN_TENDON), 0].tolist()) \
@@ -280,29 +280,29 @@ def model_from_mjmodel(mj, path: str = "<mjcf>", ignore_contacts: bool = False,
 
 
 def _actuator_problems(mj, mujoco, jnames) -> List[str]:
-    """What of the file's actuators has no counterpart: other transmissions than a hinge or slide joint,
-    activation dynamics, gain or bias types beyond affine."""
+    """What of the file's actuators has no counterpart: other transmissions than a hinge or slide joint or a fixed
+    tendon, activation dynamics, gain or bias types beyond affine; one line per reason, naming the actuators."""
     names = _names(mj, mujoco, mujoco.mjtObj.mjOBJ_ACTUATOR, mj.nu, "actuator")
-    out = []
+    kind = lambda enum, v: enum(int(v)).name.split("_", 1)[1].lower()      # noqa: E731  mjTRN_SITE -> site
+    J, T = int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_TENDON)
+    why: Dict[str, List[str]] = {}
     for i in range(mj.nu):
-        why = None
-        trn, J, T = int(mj.actuator_trntype[i]), int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_TENDON)
+        trn, target = int(mj.actuator_trntype[i]), int(mj.actuator_trnid[i, 0])
         if trn not in (J, T):
-            why = f"transmission {mujoco.mjtTrn(trn).name[7:].lower()} (joints and fixed tendons are modelled)"
+            w = f"transmission {kind(mujoco.mjtTrn, trn)} (joints and fixed tendons are modelled)"
         elif trn == T:
-            if mj.actuator_trnid[i, 0] not in _fixed_tendons(mj):
-                why = "it drives a spatial tendon"
-        elif mj.jnt_type[mj.actuator_trnid[i, 0]] not in (2, 3):
-            why = f"it drives the {JOINT_TYPES[int(mj.jnt_type[mj.actuator_trnid[i, 0]])]} joint " \
-                  f"{jnames[mj.actuator_trnid[i, 0]]!r} (only hinge and slide joints)"
+            w = "a spatial tendon transmission" if target not in _fixed_tendons(mj) else None
+        elif mj.jnt_type[target] not in (2, 3):
+            w = f"a {JOINT_TYPES[int(mj.jnt_type[target])]} joint transmission (only hinge and slide joints)"
         elif mj.actuator_dyntype[i] != mujoco.mjtDyn.mjDYN_NONE:
-            why = f"activation dynamics {mujoco.mjtDyn(mj.actuator_dyntype[i]).name[7:].lower()} (timeconst, " \
-                  "dyntype: not modelled)"
+            w = f"activation dynamics {kind(mujoco.mjtDyn, mj.actuator_dyntype[i])} (timeconst, dyntype: not modelled)"
         elif mj.actuator_gaintype[i] not in (0, 1) or mj.actuator_biastype[i] not in (0, 1):
-            why = "a gain or bias type beyond affine"
-        if why:
-            out.append(f"actuator {names[i]!r}: {why}")
-    return out
+            w = "a gain or bias type beyond affine"
+        else:
+            w = None
+        if w:
+            why.setdefault(w, []).append(names[i])
+    return [f"{len(n)} actuator{'s' if len(n) > 1 else ''} ({listing(n, 3)}) with {w}" for w, n in why.items()]
 
 
 def _connects(mj, mujoco, anchor, enames, taken) -> List[Joint]:
