@@ -124,6 +124,12 @@ class ForceTerm:
     data: dict            # topology facts for the template (offsets, body indices, function kind)
 
 
+def solref_gains(m: float, T: float, zeta: float):
+    """Stiffness k = m / (T zeta)^2 and damping c = 2 m / T of a compliant limit on a coordinate of effective mass m
+    (MuJoCo's solref: time constant T, damping ratio zeta, with its default impedance 1)."""
+    return m / (T * zeta) ** 2, 2.0 * m / T
+
+
 def _function_layout(fn) -> dict:
     """Template facts of a time function in p: its kind, its numbers n, a table's length."""
     if fn.kind == "table":
@@ -230,8 +236,7 @@ class Plan:
         """Write each limit's stiffness k = m / (T zeta)^2 and damping c = 2 m / T into p (MuJoCo's solref with
         its default impedance 1), m: the coordinate's diagonal mass-matrix entry meff[iv] at the initial state."""
         for term, (_, _, T, zeta) in zip(self.limits, self.limit_numbers()):
-            m = meff[term.data["iv"]]
-            p[term.index + 2:term.index + 4] = m / (T * zeta) ** 2, 2.0 * m / T
+            p[term.index + 2:term.index + 4] = solref_gains(meff[term.data["iv"]], T, zeta)
         for term in self.frictions:                      # v_s = F T / m: the slope F / v_s is m / T
             p[term.index + 1] = max(p[term.index] * FRICTION_T / meff[term.data["iv"]], 1e-300)
 
@@ -244,9 +249,7 @@ class Plan:
             c = np.zeros(self.nv)
             for (_, iv, k) in term.data["terms"]:
                 c[iv] += p[term.index + k]
-            m = 1.0 / float(c @ minv(c))
-            T, zeta = ten.limit_solref
-            p[term.index + 5:term.index + 7] = m / (T * zeta) ** 2, 2.0 * m / T
+            p[term.index + 5:term.index + 7] = solref_gains(1.0 / float(c @ minv(c)), *ten.limit_solref)
 
     def body_frames(self):
         """Per body: (s, C, G) with G = child placement composed with K (body frame -> ref frame)."""

@@ -212,6 +212,17 @@ def _check_inertia(J: np.ndarray, source: str, fld: str):
                          f"(a + b >= c, relative tolerance {INERTIA_TRIANGLE_TOL:g})", source, fld)
 
 
+LIMIT_SOLREF = (0.02, 1.0)     # MuJoCo's default solref: time constant [s], damping ratio
+
+
+def _solref(value, source, fld) -> np.ndarray:
+    """A limit's (time constant, damping ratio), both > 0; None: MuJoCo's default LIMIT_SOLREF."""
+    sr = _vec(LIMIT_SOLREF if value is None else value, 2, source, fld)
+    if not (sr[0] > 0 and sr[1] > 0):
+        raise ModelError(f"time constant and damping ratio must be > 0, got {_short(sr.tolist())}", source, fld)
+    return sr
+
+
 def _check_inertias(Js: List[np.ndarray], source: str, fields: List[str], triangle: bool = True) -> List[str]:
     """_check_inertia for many tensors at once (numpy per call costs more than the check); the first failing
     one is re-checked alone for its message. triangle=False: tensors that only break the triangle inequality pass,

@@ -31,8 +31,9 @@ SCALAR_JOINTS = {"revolute", "prismatic", "cylindrical", "universal", "planar"}
 FORCE_FUNCTIONS = ("constant", "sine", "step", "table")
 
 
-from .checks import (LIMITS, ModelError, _check_count, _check_inertias, _check_rotations, _mat3, _name,  # noqa: F401
-                     _normalised, _num, _numlist, _seq, _short, _too_many, _unit, _vec, limits_text)
+from .checks import (LIMIT_SOLREF, LIMITS, ModelError, _check_count, _check_inertias, _check_rotations,  # noqa: F401
+                     _mat3, _name, _normalised, _num, _numlist, _seq, _short, _solref, _too_many, _unit, _vec,
+                     limits_text)
 from .actuators import actuator_dict, validate_actuators  # noqa: E402
 from .tendons import tendon_dict, validate_tendons  # noqa: E402
 from .rotations import frame_to_axis, quat_to_rot, rot_axis_angle, rot_rpy, rot_to_quat  # noqa: F401,E402
@@ -236,9 +237,6 @@ def _armature(j: Joint, src, fld, what="armature") -> Optional[np.ndarray]:
     return a if np.any(a) else None
 
 
-LIMIT_SOLREF = (0.02, 1.0)     # MuJoCo's default solref: time constant [s], damping ratio
-
-
 def _limits(j: Joint, src, f) -> None:
     """A joint's limits: [lower, upper] per coordinate (one pair for a one-coordinate joint), lower < upper;
     limit_solref: time constant > 0 and damping ratio > 0."""
@@ -259,12 +257,7 @@ def _limits(j: Joint, src, f) -> None:
     if bad.size:
         raise ModelError(f"lower must be below upper, got {_short(lim[bad[0]].tolist())}", src, f"{f}.limits")
     j.limits = lim
-    sr = LIMIT_SOLREF if j.limit_solref is None else j.limit_solref
-    sr = _vec(sr, 2, src, f + ".limit_solref")
-    if not (sr[0] > 0 and sr[1] > 0):
-        raise ModelError(f"time constant and damping ratio must be > 0, got {_short(sr.tolist())}", src,
-                         f + ".limit_solref")
-    j.limit_solref = sr
+    j.limit_solref = _solref(j.limit_solref, src, f + ".limit_solref")
 
 
 def model_dict(model: Model) -> dict:
@@ -485,7 +478,7 @@ def validate(model: Model) -> None:
         names[nm] = "force"
     if model.tendons:
         _check_count(model.tendons, "tendons", "forces", src, "tendons")
-        validate_tendons(model, LIMIT_SOLREF, SCALAR_JOINTS)
+        validate_tendons(model, SCALAR_JOINTS)
         for t in model.tendons:
             if t.name in names:
                 raise ModelError(f"duplicate name {t.name!r}", src, f"tendons[{t.name}].name")

@@ -285,13 +285,14 @@ def _actuator_problems(mj, mujoco, jnames) -> List[str]:
     names = _names(mj, mujoco, mujoco.mjtObj.mjOBJ_ACTUATOR, mj.nu, "actuator")
     kind = lambda enum, v: enum(int(v)).name.split("_", 1)[1].lower()      # noqa: E731  mjTRN_SITE -> site
     J, T = int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_TENDON)
+    fixed = _fixed_tendons(mj)
     why: Dict[str, List[str]] = {}
     for i in range(mj.nu):
         trn, target = int(mj.actuator_trntype[i]), int(mj.actuator_trnid[i, 0])
         if trn not in (J, T):
             w = f"transmission {kind(mujoco.mjtTrn, trn)} (joints and fixed tendons are modelled)"
         elif trn == T:
-            w = "a spatial tendon transmission" if target not in _fixed_tendons(mj) else None
+            w = "a spatial tendon transmission" if target not in fixed else None
         elif mj.jnt_type[target] not in (2, 3):
             w = f"a {JOINT_TYPES[int(mj.jnt_type[target])]} joint transmission (only hinge and slide joints)"
         elif mj.actuator_dyntype[i] != mujoco.mjtDyn.mjDYN_NONE:

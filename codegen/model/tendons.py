@@ -17,7 +17,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from .checks import ModelError, _num, _short, _vec
+from .checks import ModelError, _num, _short, _solref, _vec
 
 TENDON_KEYS = {"name", "joints", "stiffness", "damping", "length0", "limits", "limit_solref"}
 NPT = 7               # numbers per tendon in the parameter vector before its coefficients: k d L0 lo hi klim clim
@@ -41,9 +41,9 @@ class Tendon:
     limit_solref: Optional[np.ndarray] = None
 
 
-def validate_tendons(model, limit_solref, scalar_joints) -> None:
-    """Check every tendon (joints, coefficients, numbers, limits); normalise in place. limit_solref: the default
-    (time constant, damping ratio); scalar_joints: the joint types with scalar coordinates."""
+def validate_tendons(model, scalar_joints) -> None:
+    """Check every tendon (joints, coefficients, numbers, limits); normalise in place. scalar_joints: the joint
+    types with scalar coordinates."""
     src = model.source
     joints = {j.name: j for j in model.joints}
     for i, t in enumerate(model.tendons):
@@ -75,11 +75,7 @@ def validate_tendons(model, limit_solref, scalar_joints) -> None:
             t.limits = _vec(t.limits, 2, src, f + ".limits")
             if not t.limits[0] < t.limits[1]:
                 raise ModelError(f"lower must be below upper, got {_short(t.limits.tolist())}", src, f + ".limits")
-            sr = _vec(limit_solref if t.limit_solref is None else t.limit_solref, 2, src, f + ".limit_solref")
-            if not (sr[0] > 0 and sr[1] > 0):
-                raise ModelError(f"time constant and damping ratio must be > 0, got {_short(sr.tolist())}", src,
-                                 f + ".limit_solref")
-            t.limit_solref = sr
+            t.limit_solref = _solref(t.limit_solref, src, f + ".limit_solref")
         elif t.limit_solref is not None:
             raise ModelError("limit_solref without limits", src, f + ".limit_solref")
 
