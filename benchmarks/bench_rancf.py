@@ -120,7 +120,7 @@ def measure(nb: int, repeats: int, target: float, dense_max: int) -> dict:
     def rk4(r):
         x = x0.copy()
         t0 = time.perf_counter()
-        k.integrate_rk4(0.0, x, 1e-3, r, 1)
+        k.run_rk4(0.0, x, 1e-3, r, 1)
         return time.perf_counter() - t0
     row["rk4_step_s"], row["rk4_step_min_s"], _ = median_batches(rk4, repeats, target)
     if not np.isfinite(s.forward_dynamics(q, u)).all():

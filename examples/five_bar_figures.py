@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 import codegen
 from codegen.runtime import atomic_write
-from codegen.runtime.integrate import applied_power, cumulative_work
+from codegen.runtime.integrate import cumulative_work
 
 
 def save_fig(fig, path):
@@ -64,7 +64,7 @@ def main(argv=None):
     err_q5 = np.abs(q5 - q5_exact)
     cv = res.extra["constraint_violation"][:, 0]            # the one cut joint: (|Phi|, |Phi'|) per sample
     E = res.energy_total
-    P = applied_power(s, res)
+    P = s.applied_power(res)
     W = cumulative_work(P, t) if P is not None else np.zeros_like(t)
     scale = max(float(np.abs(res.energy_kinetic).max()), float(np.abs(res.energy_potential).max()), abs(float(E[0])))
     rel_e = (E - E[0] - W) / scale

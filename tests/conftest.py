@@ -1,8 +1,15 @@
 """Shared fixtures. The tests mirror the package: tests/<layer>/ (model, symbolic, algorithms/<family>, compiler,
 runtime, cli) plus tests/peers/ (trusted peers); helpers live in tests/support/ (on the path via pytest's
-``pythonpath``)."""
+``pythonpath``).
+
+Kernels built by the tests are compiled at -O1 with fused multiply-adds (MBGEN_OPT=1, half the C compile time;
+codegen.compiler.cache.opt_flags): tests/compiler/test_build.py checks them against an -O3 build."""
+import os
+
 import numpy as np
 import pytest
+
+os.environ.setdefault("MBGEN_OPT", "1")          # inherited by the subprocesses the tests start
 
 
 @pytest.fixture

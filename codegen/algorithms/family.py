@@ -25,11 +25,15 @@ class Family:
     template_vars: Callable          # (plan, options) -> variables of the template
     joint_types: Tuple[str, ...]     # joint (or beam connection) types it accepts
     options: Dict[str, Tuple[str, ...]] = field(default_factory=dict)   # name -> allowed, first the default
+    option_help: Dict[str, str] = field(default_factory=dict)           # name -> help (the CLI's --name)
+    run_options: Dict[str, Tuple[str, str]] = field(default_factory=dict)   # run-time options (not in the
+    #                                  kernel): name -> (metavar, help); System takes them, the CLI as --name
     integrators: Tuple[str, ...] = ("rk4", "dopri5")
     kernel_class: str = "System"     # the cdef class of the generated module
     check: Callable = None           # model -> None or raise BuildError (limits of the method)
     loops: bool = False              # takes closed loops (cut joints, the model's `loops:` section)
     armature: Tuple[str, ...] = ()   # joint types whose armature (rotor inertia) it models
+    runtime: str = "tree"            # its run-time class (codegen.runtime.families.RUNTIMES)
 
     def resolve_options(self, **options) -> dict:
         out = {}

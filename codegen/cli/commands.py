@@ -94,12 +94,14 @@ def cmd_build(args):
 
 
 def cmd_source(args):
+    from ..algorithms import FAMILIES
     from ..compiler import generated_source
     m = load_spec(args.model, args)
     if hasattr(m, "beams"):                        # flexible beams: the rancf family
         src = generated_source(m, "rancf")
     else:
-        src = generated_source(m, args.algorithm, **{k: v for k, v in build_options(args).items() if k != "dependents"})
+        run = FAMILIES[args.algorithm].run_options
+        src = generated_source(m, args.algorithm, **{k: v for k, v in build_options(args).items() if k not in run})
     if args.out:
         from ..runtime import atomic_write
         atomic_write(args.out, lambda fh: fh.write(src.encode()))

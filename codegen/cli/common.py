@@ -5,8 +5,9 @@ import argparse
 import os
 import re
 
+from ..model.simulation import MAX_SUBSTEPS
+
 BAD_INPUT = 2
-MAX_SUBSTEPS = 1_000_000
 CACHE_HELP = "build cache (default: $MBGEN_CACHE_DIR, generated/ in a checkout, else ~/.cache/mbgen)"
 MODEL_HELP = ("model file (our YAML or JSON, URDF, MJCF), 'chain:N' (n-link chain), 'branch:N' (M5, N odd >= 13), "
               "or a builtin (balance_pendulum, arm7, humanoid)")
@@ -81,29 +82,35 @@ def add_model_args(sp_, build=True, cache=True):
         sp_.add_argument("--algorithm", default="recursive", choices=list(FAMILIES),
                          help="dynamics algorithm (see 'mbgen inspect algorithms'); flexible-beam models take "
                               "rancf ('recursive' maps to it) or dense")
-        sp_.add_argument("--ref-point", default=None, choices=["centroid", "joint", "origin"],
-                         help="analysis reference point of the recursive method (default: centroid)")
-        sp_.add_argument("--form", default=None, choices=["serial", "general"],
-                         help="form of the cfa method: serial (odd-even elimination along the chains) or general "
-                              "(dense A) (default: serial)")
-        sp_.add_argument("--dependents", default=None, metavar="auto|q2,q3,q5",
-                         help="grcr: the dependent coordinates, 'auto' (each loop from its tip inward, the best "
-                              "conditioned) or a comma-separated list of loop joints (the cut joint's among them); "
-                              "a run re-selects them when the partition turns singular (default: auto)")
+        for fam in FAMILIES.values():           # each family's options, from its registration
+            for name, allowed in fam.options.items():
+                sp_.add_argument(_flag(name), default=None, choices=list(allowed),
+                                 help=f"{fam.name}: {fam.option_help.get(name, name)} (default: {allowed[0]})")
+            for name, (metavar, text) in fam.run_options.items():
+                sp_.add_argument(_flag(name), default=None, metavar=metavar, help=f"{fam.name}: {text}")
         if cache:
             sp_.add_argument("--cache-dir", default=None, help=CACHE_HELP)
 
 
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
 def build_options(args) -> dict:
-    if getattr(args, "dependents", None) is not None:
-        if args.algorithm != "grcr":
-            raise ValueError(f"--dependents applies to --algorithm grcr, not {args.algorithm}")
-        return {"dependents": args.dependents}
-    if args.form and args.algorithm != "cfa":
-        raise ValueError(f"--form applies to --algorithm cfa, not {args.algorithm}")
-    if args.algorithm == "cfa" and args.form:
-        return {"form": args.form}
-    return {"ref_point": args.ref_point} if args.algorithm == "recursive" and args.ref_point else {}
+    """The family options given on the command line (Family.options and run_options), refused by name when
+    they belong to another algorithm than --algorithm."""
+    from ..algorithms import FAMILIES
+    out = {}
+    for fam in FAMILIES.values():
+        for name in list(fam.options) + list(fam.run_options):
+            value = getattr(args, name, None)
+            if value is None:
+                continue
+            mine = FAMILIES[args.algorithm]
+            if name not in mine.options and name not in mine.run_options:
+                raise ValueError(f"{_flag(name)} applies to --algorithm {fam.name}, not {args.algorithm}")
+            out[name] = value
+    return out
 
 
 def check_out_path(path: str, option: str, suffixes=()):

@@ -119,10 +119,10 @@ def resolve_settings(args, m) -> tuple:
 def choose_integrator(s, opt, force=False, name="") -> tuple:
     """(integrator, automatic choice): beam models check rk4 against the stiffness estimate (Hu & Wang
     models: highest element frequency); an unstable explicit rk4 step is refused unless ``force``."""
-    from ..runtime.integrate import RK4_LIMIT, rk4_stable_step
+    from ..runtime.integrate import RK4_LIMIT
     integ, h, auto = opt["integrator"], opt["dt"] / opt["substeps"], "rk4"
-    if s.beams:
-        hs = rk4_stable_step(s)
+    hs = s.stable_step()
+    if hs is not None:
         why = (f"the estimated stable rk4 step of this model is {hs:.2g} s (h omega_max < {RK4_LIMIT}, highest "
                f"element frequency {RK4_LIMIT / hs / (2 * math.pi):.3g} Hz)")
         auto = "rk4" if h <= hs else "hht"

@@ -99,6 +99,13 @@ def cpu_fingerprint() -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def opt_flags() -> list:
+    """The optimisation level: -O3, or with MBGEN_OPT=1 (the test suite's builds) -O1 with the expensive
+    optimisations that contract a*b+c into fused multiply-adds as -O3 does: half the C compile time, for
+    kernels that agree with -O3's to round-off (tests/compiler/test_build.py checks it). Part of the build key."""
+    return ["-O1", "-fexpensive-optimizations"] if os.environ.get("MBGEN_OPT", "3") == "1" else ["-O3"]
+
+
 @lru_cache(maxsize=None)
 def native_flags() -> list:
     """["-march=native"] if the C compiler takes it (probed when a kernel is compiled), else []; [] when
@@ -141,11 +148,12 @@ def code_pattern(model, algorithm: str):
 
 
 def build_key(model, algorithm: str, options: dict, derivatives: bool = False) -> str:
+    opt = {} if opt_flags() == ["-O3"] else {"opt": opt_flags()}       # (the default's keys as before)
     payload = json.dumps({"topology": model.topology_key(), "pattern": code_pattern(model, algorithm),
                           "names": names_key(model),
                           "algorithm": algorithm, "options": options, "derivatives": bool(derivatives),
                           "generator": __version__, "sources": _source_fingerprint(),
-                          "toolchain": _toolchain_fingerprint(), "cpu": cpu_fingerprint()}, sort_keys=True)
+                          "toolchain": _toolchain_fingerprint(), "cpu": cpu_fingerprint(), **opt}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:20]
 
 
@@ -160,7 +168,7 @@ def _compile(pyx: Path, build_dir: Path, modname: str, quiet: bool) -> Path:
     ext = Extension(modname, [str(pyx)], include_dirs=[numpy.get_include()],
                     define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
                     # -g0: no debug information (Python's own CFLAGS carry -g): a third less compile time
-                    extra_compile_args=["-O3", "-g0", "-fno-math-errno", "-w"] + native_flags() + omp,
+                    extra_compile_args=opt_flags() + ["-g0", "-fno-math-errno", "-w"] + native_flags() + omp,
                     extra_link_args=omp)
     exts = cythonize([ext], quiet=True, language_level=3,
                      compiler_directives={"boundscheck": False, "wraparound": False, "cdivision": True})

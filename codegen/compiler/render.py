@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .._version import __version__
 from ..algorithms import Family
+from ..algorithms.codes import TEMPLATE_ENUMS
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
@@ -53,6 +54,6 @@ def render(fam: Family, plan, options: dict, key: str, derivatives: bool = False
     the derivative kernels of rigid trees."""
     tpl = template_env().get_template(fam.template)
     return tpl.render(version=__version__, build_hash=key, model_name=plan.model.name, algorithm=fam.name,
-                      derivatives=derivatives,
+                      derivatives=derivatives, enums=TEMPLATE_ENUMS,
                       options=", ".join(f"{k}={v}" for k, v in options.items()) or "-", options_repr=repr(options),
                       **options, **fam.template_vars(plan, options))

@@ -178,6 +178,26 @@ _JOINT = {"name", "type", "parent", "child", "at", "axis", "q0"}
 _LOAD = {"name", "beam", "s", "force"}
 
 
+NUMBER_RANGE = (1e-100, 1e100)   # an element's mass, stiffnesses and lengths: their products stay normal doubles
+
+
+def _check_element_numbers(v, ne, source, fld):
+    """Refuse a beam whose element numbers leave double precision (1e300 lengths, E = 1e308, denormal A or I)
+    before anything is built: each input and the element's mass rho A l, axial stiffness E A / l and bending
+    stiffness E I / l^3 lie in NUMBER_RANGE, and the element's highest frequency is finite."""
+    lo, hi = NUMBER_RANGE
+    le = v["length"] / ne
+    derived = {"length": v["length"], "E": v["E"], "A": v["A"], "I": v["I"], "rho": v["rho"], "length / elements": le,
+               "the element mass rho A l": v["rho"] * v["A"] * le, "the axial stiffness E A / l": v["E"] * v["A"] / le,
+               "the bending stiffness E I / l^3": v["E"] * v["I"] / (le * le * le) if le > 1e-100 else 0.0,
+               "the squared axial frequency E / (rho l^2)": v["E"] / (v["rho"] * le * le) if le > 1e-100 else math.inf}
+    for what, x in derived.items():          # (float products: inf or 0 where they leave the range, no exception)
+        if not (lo <= x <= hi):
+            raise ModelError(f"{what} = {x:.3g} is outside [{lo:g}, {hi:g}]: the element's numbers would leave "
+                             f"double precision (check length, elements, E, A, I, rho)", source,
+                             f"{fld}.{what}" if what in v else fld)
+
+
 def beam_model_from_dict(d: dict, source: str = "<model>", strict_names: bool = False) -> BeamModel:
     """Validate a beam-model mapping (the YAML top level) and build the BeamModel.
 
@@ -221,6 +241,7 @@ def beam_model_from_dict(d: dict, source: str = "<model>", strict_names: bool = 
             raise ModelError(f"{n_elements:,} elements (beams[0..{i}]) exceed the limit of "
                              f"{LIMITS['beam_elements']:,} ({limits_text()})", source, f"{fld}.elements")
         vals = {k: _num(b[k], source, f"{fld}.{k}", positive=True) for k in ("length", "E", "A", "I", "rho")}
+        _check_element_numbers(vals, ne, source, fld)
         beams.append(Beam(name, vals["length"], ne, vals["E"], vals["A"], vals["I"], vals["rho"],
                           _num(b.get("angle", angle0), source, f"{fld}.angle")))
     joints, child_of, jnames = [], {}, set()

@@ -58,6 +58,19 @@ def _too_many(count: int, what: str, key: str, source, fld) -> ModelError:
     return ModelError(f"{count:,} {what} exceed the limit of {LIMITS[key]:,} ({limits_text()})", source, fld)
 
 
+PHYSICAL_RANGE = (1e-100, 1e100)     # |x| of a mass, length or inertia in SI units (0 allowed): products stay normal
+
+
+def _physical(v, src, fld):
+    """Refuse numbers whose products would leave double precision (a mass of 1e308, a length of 1e300, a
+    denormal inertia), naming the field, before anything is built."""
+    a = np.abs(np.asarray(v, dtype=float))
+    bad = a[(a != 0) & ((a < PHYSICAL_RANGE[0]) | (a > PHYSICAL_RANGE[1]))]
+    if bad.size:
+        raise ModelError(f"{bad.flat[0]:.3g} is outside the range of a physical model: nonzero magnitudes lie in "
+                         f"[{PHYSICAL_RANGE[0]:g}, {PHYSICAL_RANGE[1]:g}] (SI units)", src, fld)
+
+
 def _num(v, source, fld, positive=False, nonneg=False, integer=False, what=None):
     """A real, finite number (bool is not one). Strings such as '4e-4' (YAML 1.1 reads exponent forms
     without a dot as strings) are accepted. ``integer``: an integral value (2.0 is 2; 2.5 is refused)."""

@@ -32,8 +32,8 @@ FORCE_FUNCTIONS = ("constant", "sine", "step", "table")
 
 
 from .checks import (LIMIT_SOLREF, LIMITS, ModelError, _check_count, _check_inertias, _check_rotations,  # noqa: F401
-                     _mat3, _name, _normalised, _num, _numlist, _seq, _short, _solref, _too_many, _unit, _vec,
-                     limits_text)
+                     _mat3, _name, _normalised, _num, _numlist, _physical, _seq, _short, _solref, _too_many, _unit,
+                     _vec, limits_text)
 from .actuators import actuator_dict, validate_actuators  # noqa: E402
 from .tendons import tendon_dict, validate_tendons  # noqa: E402
 from .rotations import frame_to_axis, quat_to_rot, rot_axis_angle, rot_rpy, rot_to_quat  # noqa: F401,E402
@@ -350,6 +350,8 @@ def validate(model: Model) -> None:
         b.mass = _num(b.mass, src, f + ".mass", nonneg=True, what="mass")   # 0: massless (checked below)
         b.com = _vec(b.com, 3, src, f + ".com")
         b.inertia = _mat3(b.inertia, src, f + ".inertia")
+        for what, v in (("mass", b.mass), ("com", b.com), ("inertia", b.inertia)):
+            _physical(v, src, f"{f}.{what}")
     odd = _check_inertias([b.inertia for b in model.bodies], src, [f"bodies[{b.name}].inertia" for b in model.bodies],
                           triangle=not model.allow_nonphysical_inertia)
     if odd:                                  # robot files: loaded as pinocchio does, with a warning naming the bodies
@@ -521,6 +523,7 @@ def _check_joint_frames(j: Joint, src: str, f: str, rots: list, rot_fields: list
         if not isinstance(p, Placement):
             raise ModelError(f"expected a Placement, got {_short(p)}", src, f"{f}.{side}")
         p.pos = _vec(p.pos, 3, src, f"{f}.{side}.pos")
+        _physical(p.pos, src, f"{f}.{side}.pos")
         p.rot = _mat3(p.rot, src, f"{f}.{side}.rot")
         rots.append(p.rot)
         rot_fields.append(f"{f}.{side}")

@@ -225,6 +225,21 @@ class _TooBig(Exception):
     pass
 
 
+class _Duplicate(Exception):
+    pass
+
+
+def _node_path(stack) -> str:
+    """The field path of the node being read (bodies[0].mass) from the open collections."""
+    out = ""
+    for level in stack:
+        if level[2] is None:                    # a sequence: the index of the item being read
+            out += f"[{level[3]}]"
+        elif level[4] is not None:
+            out += ("." if out else "") + str(level[4])
+    return out
+
+
 def _yaml_loader():
     """libyaml's safe loader where available (3-4x faster), else PyYAML's own."""
     import yaml
@@ -235,12 +250,32 @@ def _check_yaml_size(text: str, Loader) -> None:
     """Stream the parse events (nothing is composed or constructed) and refuse, as early as possible, a
     document nested deeper than LIMITS['yaml_depth'], with more than LIMITS['yaml_nodes'] nodes, or whose
     expanded size (an alias counts as the whole node it refers to) exceeds LIMITS['yaml_nodes'] (an alias
-    bomb), or with an alias used inside its own anchor (a recursive structure)."""
+    bomb), or with an alias used inside its own anchor (a recursive structure); and a mapping with the same key
+    twice (YAML and JSON loaders keep the last one silently), naming the key and both lines."""
     import yaml
     limit, max_depth = LIMITS["yaml_nodes"], LIMITS["yaml_depth"]
     scalar, alias = yaml.ScalarEvent, yaml.AliasEvent
     starts, ends = (yaml.SequenceStartEvent, yaml.MappingStartEvent), (yaml.SequenceEndEvent, yaml.MappingEndEvent)
+    # an open collection: [expanded size, anchor, {key: line} (mappings) or None, items read, current key]
     stack, sizes, open_anchors, made = [], {}, set(), 0
+
+    def item_done(ev=None):                # a node of the innermost collection is complete
+        if not stack:
+            return
+        top = stack[-1]
+        if top[2] is not None and top[3] % 2 == 0:           # a mapping's key
+            key = ev.value if ev is not None else None
+            top[4] = key
+            if key is not None and key != "<<":
+                at = (ev.start_mark.line + 1, ev.start_mark.column + 1)
+                if key in top[2]:
+                    (l0, c0), where = top[2][key], _node_path(stack)
+                    pos = f"lines {l0} and {at[0]}" if l0 != at[0] else f"line {l0}, columns {c0} and {at[1]}"
+                    raise _Duplicate(f"duplicate key {str(key)[:60]!r} at {where} ({pos}): YAML and JSON keep only "
+                                     f"the last one; remove one of them")
+                top[2][key] = at
+        top[3] += 1
+
     for ev in yaml.parse(text, Loader=Loader):
         t = type(ev)
         if t is scalar:
@@ -249,25 +284,28 @@ def _check_yaml_size(text: str, Loader) -> None:
                 sizes[ev.anchor] = 1
             if stack:
                 stack[-1][0] += 1
+            item_done(ev)
         elif t in starts:
             made += 1
             if len(stack) >= max_depth:
                 raise _TooBig(f"nested too deeply (more than {max_depth} levels)")
-            stack.append([1, ev.anchor])
+            stack.append([1, ev.anchor, {} if t is yaml.MappingStartEvent else None, 0, None])
             if ev.anchor is not None:
                 open_anchors.add(ev.anchor)
         elif t in ends:
-            size, anchor = stack.pop()
+            size, anchor = stack.pop()[:2]
             if anchor is not None:
                 sizes[anchor] = size
                 open_anchors.discard(anchor)
             if stack:
                 stack[-1][0] += size
+            item_done()
         elif t is alias:
             if ev.anchor in open_anchors:
                 raise _TooBig(f"alias *{str(ev.anchor)[:40]} is used inside its own anchor (a recursive structure)")
             if stack:
                 stack[-1][0] += sizes.get(ev.anchor, 1)      # an undefined alias: the loader reports it
+            item_done()
         else:
             continue
         if made > limit:
@@ -309,6 +347,8 @@ def read_model_file(path) -> dict:
         d = yaml.load(text, Loader=Loader)
     except _TooBig as e:
         raise ModelError(f"{e} ({limits_text()})", path) from None
+    except _Duplicate as e:
+        raise ModelError(str(e), path) from None
     except yaml.YAMLError as e:
         if "maximum nesting depth" in str(getattr(e, "problem", "")):   # libyaml >= 0.2.6 scans ahead to its own cap
             raise ModelError(f"nested too deeply ({limits_text()})", path) from None

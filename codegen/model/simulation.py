@@ -12,6 +12,7 @@ from __future__ import annotations
 from .core import ModelError, _num, _short
 
 INTEGRATORS = ("rk4", "dopri5", "hht")
+MAX_SUBSTEPS = 1_000_000      # steps per sample: the command line's limit and the model file's
 SIMULATION_KEYS = ("integrator", "dt", "t_end", "substeps", "rtol", "atol", "hht_alpha", "check_energy")
 
 
@@ -39,6 +40,8 @@ def parse_simulation(d, source: str, beams: bool) -> dict:
             out[k] = v
         elif k == "substeps":
             out[k] = _num(v, source, f, positive=True, integer=True)
+            if out[k] > MAX_SUBSTEPS:
+                raise ModelError(f"must lie in [1, {MAX_SUBSTEPS:,}], got {out[k]:.3g}", source, f)
         elif k == "hht_alpha":
             a = _num(v, source, f)
             if not -1.0 / 3.0 <= a <= 0.0:
@@ -51,8 +54,8 @@ def parse_simulation(d, source: str, beams: bool) -> dict:
                 out[k] = _num(v, source, f, positive=True)
         elif k == "rtol":
             r = _num(v, source, f, positive=True)
-            if r < 1e-14:
-                raise ModelError(f"must be at least 1e-14 (double precision), got {r:g}", source, f)
+            if not 1e-14 <= r < 1:
+                raise ModelError(f"must lie in [1e-14, 1) (1e-14: double precision), got {r:g}", source, f)
             out[k] = r
         else:                                   # dt, t_end, atol
             out[k] = _num(v, source, f, positive=True)

@@ -16,6 +16,8 @@ import tempfile
 
 import numpy as np
 
+from .result import plain
+
 ANIM_EXTRA = "pip install 'mbgen[anim]' (imageio, imageio-ffmpeg)"
 FORMATS = (".mp4", ".gif")
 
@@ -245,7 +247,7 @@ def _render(scene, size, name, progress):
     ax.add_collection(lines)
     ax.set_xlabel(f"{scene.labels[0]} [m]")
     ax.set_ylabel(f"{scene.labels[1]} [m]")
-    ax.set_title(name, fontsize=10)
+    ax.set_title(plain(name), fontsize=10)
     setters = (ax.set_xlim, ax.set_ylim, ax.set_zlim) if scene.dim == 3 else (ax.set_xlim, ax.set_ylim)
 
     def frame_view(k):

@@ -21,19 +21,14 @@ class Derivatives:
 
     feedback = None         # (K, x_ref, tau_ref) of the compiled state feedback (set_feedback), or None
 
+    def _no_derivatives(self):
+        """Why this system has no derivatives (the family classes say), or None."""
+        return None
+
     def _derivative_kernel(self, what: str):
-        if self.beams:
-            raise ValueError(f"{what}: derivatives are defined for rigid-body trees; this is a flexible-beam model")
-        if self.grcr:
-            raise ValueError(f"{what}: not available for algorithm 'grcr'; build the tree with algorithm "
-                             f"'recursive' or 'dense' (closed loops have no derivatives yet)")
-        if self.loops:
-            raise ValueError(f"{what}: not available for closed loops (cut joints "
-                             f"{', '.join(c.name for c in self.model.cuts)}): the constrained accelerations' "
-                             f"partials are not derived")
-        if self.model.point_springs:
-            raise ValueError(f"{what}: not available with point-to-point spring-dampers "
-                             f"({', '.join(p.name for p in self.model.point_springs)}): their partials are not derived")
+        why = self._no_derivatives()
+        if why:
+            raise ValueError(f"{what}: {why}")
         return self.derivative_kernel
 
     @property
@@ -111,8 +106,6 @@ class Derivatives:
         evaluated inside the compiled integrators (simulate, rollout) with no Python per step, and part of the
         derivatives and linearize. K (nv x 2nv), x_ref (nq + nv, default 0), tau_ref (nv, default 0); K None removes
         it. Models with spherical or free joints are refused (no plain difference of quaternions)."""
-        if self.beams or self.grcr:
-            raise ValueError("set_feedback: rigid-body trees of the recursive, dense, mstmm and cfa algorithms only")
         self.kernel.set_feedback(K, x_ref, tau_ref)
         if self._dkernel is not None and self._dkernel is not self.kernel:
             self._dkernel.set_feedback(K, x_ref, tau_ref)

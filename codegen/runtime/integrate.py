@@ -1,6 +1,6 @@
 """Integration driver: every step runs inside the compiled kernel; Python only hands out chunks so that a
-progress bar can move.  Also the honesty checks around a run: divergence (SimulationDiverged), the RK4
-stability estimate of beam models, and the energy balance."""
+progress bar can move.  Also the honesty checks around a run: divergence (SimulationDiverged) and the energy
+balance (the stiffness estimate of beam models: codegen.runtime.families.beams)."""
 from __future__ import annotations
 
 import math
@@ -9,17 +9,13 @@ import time
 import numpy as np
 
 from .._version import __version__
+from ..algorithms.codes import FAIL_REASONS, Fail
 
 # RK4 is stable for oscillatory modes while h * omega < 2 sqrt(2) = 2.83 (its stability region on the
 # imaginary axis); 2.78 leaves a small margin.
 RK4_LIMIT = 2.78
 
-# kernel fail_code -> what happened
-FAIL_REASONS = {1: "the state became non-finite (NaN or inf)", 2: "the step size collapsed below 1e-14 max(1, |t|)",
-                3: "100 steps in a row were rejected", 4: "the HHT iteration matrix is not positive definite",
-                5: "the energy ran away", 6: "the loop-closure constraints became dependent",
-                7: "no loop structure (GCL) with well-conditioned dependents was found"}
-RUNAWAY = 5        # not a kernel code: a finite state whose energy ran away (found after the run: runaway())
+RUNAWAY = Fail.RUNAWAY      # not a kernel code: a finite state whose energy ran away (found after the run: runaway())
 RUNAWAY_GAIN = 0.5
 
 
@@ -163,28 +159,22 @@ def divergence(system, fail, X, ts, integrator, h, stable_step=None):
     k = _bad_component(system, fail, last)
     kind, name = _component(system, k) if k >= 0 else (None, None)
     reason = fail.get("detail") or FAIL_REASONS.get(code, f"kernel failure code {code}")
-    if code == 1 and integrator == "dopri5":
+    if code == Fail.NONFINITE and integrator == "dopri5":
         reason = "the state derivative became non-finite (NaN or inf)"
-    if integrator == "rk4" and code in (1, RUNAWAY):
-        if system.beams:
-            est = f"; the estimated stable rk4 step is {stable_step:.2g} s" if stable_step else ""
-            hint = (f"the model is too stiff for rk4 at h = {h:g} s{est}: use --integrator hht, or a smaller --dt "
-                    "or more --substeps")
-        else:
-            hint = (f"the step h = {h:g} s is too large for this model (stiff forces or fast motion): use a smaller "
-                    "--dt or more --substeps, or --integrator dopri5")
-    elif integrator == "hht" and code in (1, 4, RUNAWAY):
+    if integrator == "rk4" and code in (Fail.NONFINITE, RUNAWAY):
+        hint = system.unstable_rk4_hint(h, stable_step)
+    elif integrator == "hht" and code in (Fail.NONFINITE, Fail.NOT_PD, RUNAWAY):
         hint = f"use a smaller --dt or more --substeps (h = {h:g} s), or check the model (parameters, loads)"
-    elif code in (2, 3):
+    elif code in (Fail.STEP_COLLAPSED, Fail.REJECTED):
         hint = ("loosen --rtol / --atol, or check the model (a singularity or a discontinuous force near "
                 f"t = {t:.6g} s)")
     else:
         hint = "check the model (a singular configuration, force values or a force hook returning NaN)"
     where = ""
     if name is not None:
-        if code in (2, 3):
+        if code in (Fail.STEP_COLLAPSED, Fail.REJECTED):
             where = f"; largest error in {kind} {name}"
-        elif code == 1 and integrator == "dopri5":
+        elif code == Fail.NONFINITE and integrator == "dopri5":
             where = f"; first non-finite derivative: {kind} {name}"
         elif code == RUNAWAY:
             where = f"; runaway {kind}: {name} = {fail['state'][k]:.3g}"
@@ -197,99 +187,7 @@ def divergence(system, fail, X, ts, integrator, h, stable_step=None):
                               last_t=float(ts[sample - 1]), integrator=integrator, code=code)
 
 
-# ---------------------------------------------------------------------------------------------- stiffness
-def beam_omega_max(system) -> float:
-    """Estimated highest natural frequency [rad/s] of a beam system at its initial state: the largest
-    generalized eigenvalue of (K_T, M_E) over the elements (tangent stiffness from the compiled elastic
-    forces, consistent mass M_E (Hu & Wang eq 4) from the plan).  An element bound: the assembled system's
-    highest frequency is at most this (for M3: 6.5 (2 / l_e) sqrt(E / rho) here against 4.8 assembled)."""
-    from ..algorithms.rancf.plan import NPE
-    cached = getattr(system, "_omega_cache", None)
-    if cached is not None and cached[0] is system.plan:
-        return cached[1]
-    q0, _ = system.model.initial_state()
-    _, K = system.kernel.elastic(np.ascontiguousarray(q0, float), 1)
-    p = system.plan.params()
-    nbar = K.shape[0]
-    M = np.stack([p[2 + NPE * s:2 + NPE * s + 64].reshape(8, 8) for s in range(nbar)])
-    lam = np.linalg.eigvals(np.linalg.solve(M, K)).real.max()
-    om = float(math.sqrt(max(lam, 0.0)))
-    system._omega_cache = (system.plan, om)
-    return om
-
-
-def rk4_stable_step(system):
-    """Largest stable rk4 step [s] of a beam system (RK4_LIMIT / omega_max), None for rigid models (no
-    estimate)."""
-    if not system.beams:
-        return None
-    om = beam_omega_max(system)
-    return math.inf if om == 0 else RK4_LIMIT / om
-
-
 # ---------------------------------------------------------------------------------------------- energy
-def applied_power(system, res, joint_forces_only=False):
-    """Power of the non-conservative applied forces at the samples (W), or None when it is not known (a
-    force hook).  Joint dampers: -c u^2; joint forces: f(t) u; actuators: gear f u; joint limits: f u; point dampers: -c (dL/dt)^2 with dL/dt from
-    the sampled spring length (second-order differences).  Springs and gravity are in the potential; beam
-    loads are constant (in energy_gravity), so beam models have none.  joint_forces_only: the joint forces'
-    part alone."""
-    m = system.model
-    P = np.zeros(len(res.t))
-    if system.beams:
-        return P
-    if m.tau_hook is not None:
-        return None
-    off = {j.name: o for j, o in zip(m.joints, m.q_offsets())}
-    for s in ([] if joint_forces_only else m.springs):
-        iv = off[s.joint][1]
-        for k, c in enumerate(np.atleast_1d(s.damping)):
-            P -= c * res.u[:, iv + k] ** 2
-    for f in m.joint_forces:
-        iv = off[f.joint][1] + f.dof
-        P += np.array([f.function(t) for t in res.t]) * res.u[:, iv]
-    extra = getattr(res, "extra", {})
-    if "actuator_force" in extra:            # actuators: gear f u (on a tendon: gear f Ldot)
-        for a, f in zip(m.actuators, extra["actuator_force"].T):
-            v = extra["tendon_velocity"][:, [t.name for t in m.tendons].index(a.tendon)] if a.tendon is not None \
-                else res.u[:, off[a.joint][1] + a.dof]
-            P += a.gear * f * v
-    if "tendon_force" in extra:              # tendons: their damping and limits (F + k (L - L0)) Ldot
-        p = system.plan.params()
-        for t, term in enumerate(system.plan.tendons):
-            k, L0 = p[term.index], p[term.index + 2]
-            P += (extra["tendon_force"][:, t] + k * (extra["tendon_length"][:, t] - L0)) * extra["tendon_velocity"][:, t]
-    if "friction_force" in extra:            # Coulomb friction: f u
-        P += np.einsum("sl,sl->s", extra["friction_force"], res.u[:, [t.data["iv"] for t in system.plan.frictions]])
-    if "limit_force" in extra:               # joint limits: f u (spring and damper, one-sided)
-        P += np.einsum("sl,sl->s", extra["limit_force"], res.u[:, [t.data["iv"] for t in system.plan.limits]])
-    fb = getattr(system, "feedback", None)
-    if fb is not None:                       # the compiled state feedback (set_feedback): tau_ref - K (x - x_ref)
-        K, xr, tr = fb
-        X = np.hstack([res.q, res.u])
-        P += np.einsum("sa,sa->s", tr - (X - xr) @ K.T, res.u)
-    if not joint_forces_only and any(p.damping for p in m.point_springs):
-        if len(res.t) < 3:
-            return None
-        bi = {b: i for i, b in enumerate(res.body_names)}
-
-        def world(body, pt):
-            if body == "ground":
-                return np.broadcast_to(pt, (len(res.t), 3))
-            i = bi[body]
-            w, x, y, z = res.body_quat[:, i].T
-            R = np.stack([np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
-                          np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
-                          np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1)], -2)
-            return res.body_com[:, i] + R @ (pt - m.body(body).com)
-
-        for p in m.point_springs:
-            if p.damping:
-                L = np.linalg.norm(world(p.body_b, p.point_b) - world(p.body_a, p.point_a), axis=1)
-                P -= p.damping * np.gradient(L, res.t, edge_order=2) ** 2
-    return P
-
-
 def cumulative_work(P, t):
     """W(t_k) = int_0^t_k P dt at uniformly spaced samples: per interval the cubic through four neighbouring
     samples (h/24 (-P[i-1] + 13 P[i] + 13 P[i+1] - P[i+2])), the quadratic through three at the ends; trapezoids
@@ -311,19 +209,16 @@ def cumulative_work(P, t):
 
 def energy_balance(system, res) -> dict:
     """Energy monitor of a run: value = max_t |E(t) - E0 - W(t)| / max(max|T|, max|V|, |E0|), W the work of the
-    applied non-conservative forces (cumulative_work of applied_power).  Returns {"value", "change"
+    applied non-conservative forces (cumulative_work of System.applied_power).  Returns {"value", "change"
     (E(end) - E0), "work" (W(end), None if unknown), "conservative" (no such forces)}; value is None when the
     work is not known (a force hook)."""
     E = res.energy_total
     T, V = res.energy_kinetic, res.energy_potential
     change = float(E[-1] - E[0])
-    P = applied_power(system, res)
+    P = system.applied_power(res)
     if P is None:
         return {"value": None, "change": change, "work": None, "conservative": False}
-    m = system.model
-    conservative = system.beams or not (any(np.any(sp.damping) for sp in m.springs) or m.joint_forces
-                                        or any(ps.damping for ps in m.point_springs)
-                                        or getattr(system, "feedback", None) is not None)
+    conservative = system.conservative()
     W = cumulative_work(P, res.t)
     scale = max(float(np.abs(T).max()), float(np.abs(V).max()), abs(float(E[0])))
     err = float(np.abs(E - E[0] - W).max())
@@ -353,7 +248,7 @@ def runaway(system, res, X):
                                   "actuator_force", "limit_force", "friction_force", "tendon_force", "tendon_length",
                                   "tendon_velocity")})
         with np.errstate(all="ignore"):
-            P = applied_power(system, pre)
+            P = system.applied_power(pre)
             if P is not None:
                 # causal (trapezoidal) W: a stencil reaching past sample k would mix later garbage into W(t_k)
                 W = np.concatenate([[0.0], np.cumsum(0.5 * (P[1:] + P[:-1]) * np.diff(ts[:n]))])
@@ -361,7 +256,7 @@ def runaway(system, res, X):
                 scale = np.maximum.accumulate(np.maximum(np.maximum(np.abs(T[:n]), np.abs(V[:n])), abs(E[0])))
                 # joint forces: their W is a quadrature of sampled power, as uncertain as the work that went
                 # through in all (a step force between two samples): that much slack on top
-                absP = np.abs(applied_power(system, pre, joint_forces_only=True))
+                absP = np.abs(system.applied_power(pre, joint_forces_only=True))
                 slack = np.concatenate([[0.0], np.cumsum(np.maximum(absP[1:], absP[:-1]) * np.diff(ts[:n]))])
                 over = gain > RUNAWAY_GAIN * scale + slack
                 over[0] = False

@@ -47,12 +47,20 @@ class Result:
         return path
 
     def save_csv(self, path) -> str:
-        """t, q, u, energies as columns with a header row."""
+        """t, q, u, energies as columns with a header row (RFC 4180: a name with a comma or a quote is quoted)."""
+        import csv
+        import io
         path = os.fspath(path)
         cols = ["t"] + [f"q:{n}" for n in self.coord_names] + [f"u:{n}" for n in self.velocity_names] + \
             ["energy_kinetic", "energy_potential"]
         data = np.column_stack([self.t, self.q, self.u, self.energy_kinetic, self.energy_potential])
-        atomic_write(path, lambda fh: np.savetxt(fh, data, delimiter=",", header=",".join(cols), comments=""))
+        head = io.StringIO()
+        csv.writer(head, lineterminator="\n").writerow(cols)
+
+        def write(fh):
+            fh.write(head.getvalue().encode("utf-8"))
+            np.savetxt(fh, data, delimiter=",")
+        atomic_write(path, write)
         return path
 
     @property
@@ -77,7 +85,7 @@ class Result:
         fig, (a1, a2) = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
         nshow = min(len(self.coord_names), 12)
         for k in range(nshow):
-            a1.plot(self.t, self.q[:, k], label=self.coord_names[k])
+            a1.plot(self.t, self.q[:, k], label=plain(self.coord_names[k]))
         a1.set_ylabel("coordinates")
         a1.legend(fontsize=7, ncol=3, loc="best")
         if nshow < len(self.coord_names):
@@ -91,8 +99,8 @@ class Result:
         drift = np.max(np.abs(self.energy_total - e0)) / max(abs(e0), np.max(np.abs(self.energy_kinetic)), 1e-300)
         a2.set_title(f"max relative drift of the total: {drift:.2e}", fontsize=9)
         a2.legend(fontsize=8)
-        fig.suptitle(f"{self.meta.get('model_name', '')}: {self.meta.get('algorithm')} "
-                     f"{self.meta.get('options', '')}, {self.meta.get('integrator')}")
+        fig.suptitle(plain(f"{self.meta.get('model_name', '')}: {self.meta.get('algorithm')} "
+                           f"{self.meta.get('options', '')}, {self.meta.get('integrator')}"))
         fig.tight_layout()
         path = os.fspath(path)
         atomic_write(path, lambda fh: fig.savefig(fh, dpi=110, format="png"))
@@ -142,7 +150,8 @@ class Result:
         a2.set_xlabel("t [s]")
         a2.set_ylabel("J")
         a2.legend(fontsize=8)
-        fig.suptitle(f"{self.meta.get('model_name', '')}: {self.meta.get('algorithm')}, {self.meta.get('integrator')}")
+        fig.suptitle(plain(f"{self.meta.get('model_name', '')}: {self.meta.get('algorithm')}, "
+                           f"{self.meta.get('integrator')}"))
         fig.tight_layout()
         path = os.fspath(path)
         atomic_write(path, lambda fh: fig.savefig(fh, dpi=110, format="png"))
@@ -158,6 +167,11 @@ def load_result(path) -> Result:
     return Result(d["t"], d["q"], d["u"], list(d["coord_names"]), list(d["velocity_names"]),
                   list(d["body_names"]), d["body_com"], d["body_quat"], d["energy_kinetic"],
                   d["energy_potential"], json.loads(str(d["meta"])), {k: v for k, v in d.items() if k not in keys})
+
+
+def plain(text) -> str:
+    """A user string as matplotlib text: its $ escaped, so that it is never read as mathtext."""
+    return str(text).replace("$", r"\$")
 
 
 def atomic_write(path: str, writer):

@@ -1,7 +1,7 @@
 """Joint models derived with sympy, one per joint type, in canonical form.
 
 Every joint is written in its *joint frame* on the parent side (the user's axis is turned onto z by
-the plan, see ``codegen.plan``), so the derived expressions carry no axis parameters:
+the plan, see ``codegen.algorithms.tree_plan``), so the derived expressions carry no axis parameters:
 
     child joint frame = parent joint frame * (R(q), d(q))         Kang & Yoon eqs (9), (12)
 

@@ -39,6 +39,27 @@ def test_key_names_the_processor_the_kernels_are_tuned_for():
     assert out["1"][2].strip() in ("['-march=native']", "[]")      # [] only for a compiler that refuses it
 
 
+def test_test_builds_at_O1_agree_with_O3(monkeypatch):
+    """The suite compiles at -O1 with fused multiply-adds (MBGEN_OPT=1, set by conftest), users' kernels at -O3:
+    the same model gives two keys and the same numbers to round-off (forces, springs, every joint type)."""
+    from codegen.compiler import cache
+    assert cache.opt_flags() == ["-O1", "-fexpensive-optimizations"]
+    m = codegen.models.random_tree(6, seed=4, floating=True, forces=True)
+    fast = get_system(m, ref_point="origin")
+    monkeypatch.setenv("MBGEN_OPT", "3")
+    assert cache.opt_flags() == ["-O3"]
+    full = codegen.build(m, ref_point="origin")
+    assert full.build_info["key"] != fast.build_info["key"] and not full.build_info["hit"]
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        q, u = codegen.models.random_state(m, rng)
+        tau = rng.normal(size=m.nv)
+        a = full.forward_dynamics(q, u, tau)
+        assert np.abs(fast.forward_dynamics(q, u, tau) - a).max() <= 1e-12 * np.abs(a).max()
+        t = full.inverse_dynamics(q, u, a)
+        assert np.abs(fast.inverse_dynamics(q, u, a) - t).max() <= 1e-12 * np.abs(t).max()
+
+
 def test_cache_hit_reuses_module():
     m = codegen.load_model("examples/balance_pendulum.yaml")
     first = get_system(m, ref_point="centroid")

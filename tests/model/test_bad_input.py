@@ -9,6 +9,7 @@ and read, with a lowered limit; bad command-line values end with exit 2 before a
 stays empty).
 """
 import copy
+import json
 import math
 import os
 import string
@@ -495,6 +496,21 @@ def test_yaml_node_limit_and_file_size(work, capsys, monkeypatch):
     assert "larger than 1 MB" in err
 
 
+def test_duplicate_keys_are_refused_with_both_lines(work, capsys):
+    """YAML and JSON loaders keep the last of two equal keys; a model file with one is refused, naming the key,
+    where it is and both places. Equal keys in different mappings (every body's name) are fine."""
+    text = dump(RIGID)
+    assert run(["check", work.write(text)]) == 0
+    lines = text.splitlines()
+    k = next(i for i, ln in enumerate(lines) if ln.strip().startswith("mass:"))
+    bad = "\n".join(lines[:k + 1] + [lines[k].replace("mass:", "mass: 7.0 #")] + lines[k + 1:])
+    err = assert_refused(capsys, work.write(bad), ["duplicate key 'mass' at bodies["])
+    assert f"(lines {k + 1} and {k + 2})" in err and "keep only the last" in err
+    js = json.dumps(RIGID)
+    err = assert_refused(capsys, work.write(js[:-1] + ', "name": "other"}', ".json"),
+                         ["duplicate key 'name' at name (line 1, columns"])
+
+
 def test_folder_and_missing_file(work, capsys):
     os.mkdir(os.path.join(work.dir, "sub.yaml"))
     capsys.readouterr()
@@ -658,3 +674,21 @@ def test_bad_model_file_exits_2_before_any_build(cli_dirs, capsys):
         path = os.path.join(CORPUS, name)
         assert run(["simulate", path, "--quiet", "--cache-dir", str(cache), "--out", str(outdir / "r.npz")]) == 2
         assert capsys.readouterr().err.startswith(f"mbgen: error: {path}: ")
+
+
+@pytest.mark.parametrize("path, value, field", [
+    (("bodies", 0, "mass"), 1e308, "mass"), (("bodies", 0, "mass"), 1e-320, "mass"),
+    (("bodies", 0, "com"), [1e300, 0, 0], "com"), (("bodies", 0, "inertia"), [1e-310, 1e-310, 1e-310], "inertia"),
+])
+def test_numbers_that_leave_double_precision_are_refused(work, capsys, path, value, field):
+    """A mass of 1e308 or a length of 1e300 would overflow the physics (a NaN run, or a linear-algebra error
+    naming nothing): refused before any build, naming the field; zero (massless, at the origin) is fine."""
+    err = assert_refused(capsys, work.write(dump(set_path(RIGID, path, value))), ["bodies["])
+    assert f".{field}: " in err and "outside the range of a physical model" in err
+
+
+@pytest.mark.parametrize("key, value", [("length", 1e300), ("length", 1e-300), ("E", 1e308), ("A", 1e-310),
+                                        ("I", 1e-310), ("rho", 1e308)])
+def test_beam_numbers_that_leave_double_precision_are_refused(work, capsys, key, value):
+    err = assert_refused(capsys, work.write(dump(set_path(BEAM, ("beams", 0, key), value))), [f"beams[0].{key}: "])
+    assert "would leave double precision" in err

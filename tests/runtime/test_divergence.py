@@ -11,7 +11,8 @@ import pytest
 import codegen
 from codegen.cli import main
 from codegen.model.simulation import parse_simulation
-from codegen.runtime.integrate import RK4_LIMIT, beam_omega_max, rk4_stable_step
+from codegen.algorithms.codes import Fail
+from codegen.runtime.integrate import RK4_LIMIT
 from support.systems import get_system
 
 STIFF = "examples/flexible_pendulum_stiff.yaml"
@@ -172,7 +173,7 @@ def test_dopri5_step_collapse_is_detected():
         with pytest.raises(codegen.SimulationDiverged) as ei:
             s.simulate(1.0, 0.1, integrator="dopri5")
         e = ei.value
-        assert e.code == 2 and abs(e.t - 0.3) < 1e-6 and e.sample == 3 and e.last_t == pytest.approx(0.2)
+        assert e.code == Fail.STEP_COLLAPSED and abs(e.t - 0.3) < 1e-6 and e.sample == 3 and e.last_t == pytest.approx(0.2)
         assert "step size collapsed" in str(e) and "loosen --rtol" in str(e)
         r = s.simulate(1.0, 0.1, integrator="dopri5", keep_partial=True)
         assert len(r.t) == 3 and np.all(np.isfinite(r.q))
@@ -189,10 +190,12 @@ def test_kernels_report_nan_without_exceptions():
     x = np.concatenate([q, u])
     x[s.nq] = np.nan
     out, nok = s.kernel.run_rk4(0.0, x.copy(), 1e-3, 5, 2)
-    assert (nok, s.kernel.fail_code, s.kernel.fail_sample) == (0, 1, 0) and s.kernel.fail_t == pytest.approx(1e-3)
+    assert (nok, s.kernel.fail_code, s.kernel.fail_sample) == (0, Fail.NONFINITE, 0)
+    assert s.kernel.fail_t == pytest.approx(1e-3)
     assert np.all(np.isnan(out))
     out, t, h, st, nok = s.kernel.run_dopri5(0.0, x.copy(), 1e-3, np.array([0.1, 0.2]), 1e-8, 1e-10, 1.0)
-    assert (nok, s.kernel.fail_code, s.kernel.fail_index, s.kernel.fail_sample) == (0, 1, 0, 0)   # qdot[0] = u[0]
+    assert (nok, s.kernel.fail_code, s.kernel.fail_index, s.kernel.fail_sample) == (0, Fail.NONFINITE, 0, 0)
+    assert {c.name: int(c) for c in s.module.Fail} == {f"FAIL_{c.name}": int(c) for c in Fail}    # one definition
     assert np.all(np.isnan(out)) and t == 0.0
     b = get_system(codegen.load_model(SOFT))
     q, u = b.initial_state()
@@ -200,9 +203,9 @@ def test_kernels_report_nan_without_exceptions():
     acc = b.forward_dynamics(q, u)
     xb[3] = np.inf
     out, st = b.kernel.integrate_hht(0.0, xb, acc, 1e-3, 4, 1, -0.05, 1e-6, 20)
-    assert b.kernel.fail_code in (1, 4) and b.kernel.fail_sample == 0 and np.all(np.isnan(out))   # 4: not pos. def.
+    assert b.kernel.fail_code in (Fail.NONFINITE, Fail.NOT_PD) and b.kernel.fail_sample == 0 and np.all(np.isnan(out))   # 4: not pos. def.
     out, nok = b.kernel.run_rk4(0.0, np.concatenate([q, u]), 1e-3, 4, 1)       # and it resets for a good run
-    assert nok == 4 and b.kernel.fail_code == 0 and np.all(np.isfinite(out))
+    assert nok == 4 and b.kernel.fail_code == Fail.NONE and np.all(np.isfinite(out))
 
 
 # ---------------------------------------------------------------- stiffness estimate, integrator choice
@@ -211,7 +214,7 @@ def test_stiffness_estimate_of_the_beam_examples():
     """omega_max: largest generalized eigenvalue of (K_T, M_E) over the elements; it bounds the assembled
     system's highest frequency (finite-difference Jacobian of the forward dynamics) from above."""
     soft = get_system(codegen.load_model(SOFT), "rancf")
-    om = beam_omega_max(soft)
+    om = soft.omega_max()
     b = soft.model.beams[0]
     axial = 2.0 / (b.length / b.elements) * np.sqrt(b.E / b.rho)
     assert 6.4 < om / axial < 6.6                          # cubic ANCF element, consistent mass
@@ -223,13 +226,13 @@ def test_stiffness_estimate_of_the_beam_examples():
         J[:, k] = (soft.forward_dynamics(q + dq, u) - soft.forward_dynamics(q - dq, u)) / 2e-7
     assembled = np.sqrt(np.linalg.eigvals(-J).real.max())
     assert 0.6 * om < assembled <= om                      # measured 497 vs 677 rad/s
-    assert rk4_stable_step(soft) == pytest.approx(RK4_LIMIT / om)
+    assert soft.stable_step() == pytest.approx(RK4_LIMIT / om)
     soft.update_model(codegen.load_model(STIFF))           # E x 1e4: omega x 100
     try:
-        assert rk4_stable_step(soft) == pytest.approx(4.11e-5, rel=1e-2)
+        assert soft.stable_step() == pytest.approx(4.11e-5, rel=1e-2)
     finally:
         soft.update_model(codegen.load_model(SOFT))
-    assert rk4_stable_step(get_system(codegen.load_model(M1))) is None
+    assert get_system(codegen.load_model(M1)).stable_step() is None
 
 
 def test_beam_default_integrator_follows_the_stiffness(tmp_path, capsys):
@@ -271,8 +274,10 @@ def test_option_beats_file_beats_default(tmp_path, capsys):
     ("{integrator: euler}", "simulation.integrator", "rk4"),
     ("{integrator: hht}", "simulation.integrator", "flexible-beam"),
     ("{substeps: 2.5}", "simulation.substeps", "integer"),
+    ("{substeps: 1000000000000}", "simulation.substeps", "[1, 1,000,000]"),     # the command line's limit
     ("{hht_alpha: -0.5}", "simulation.hht_alpha", "[-1/3, 0]"),
     ("{rtol: 1e-20}", "simulation.rtol", "1e-14"),
+    ("{rtol: 2}", "simulation.rtol", "[1e-14, 1)"),
     ("{check_energy: 0}", "simulation.check_energy", "positive"),
     ("{tend: 3}", "simulation", "unknown keys"),
     ("[1, 2]", "simulation", "expected a mapping"),

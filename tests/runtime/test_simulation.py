@@ -124,3 +124,21 @@ def test_balance_pendulum_matches_lagrange_reference():
                     rtol=1e-13, atol=1e-13, t_eval=np.linspace(0, 2, 21))
     ours = s.simulate(2.0, 0.1, integrator="dopri5", rtol=1e-12, atol=1e-13)
     assert np.max(np.abs(absolute(ours.q) - sol.y[:4].T)) < 1e-8
+
+
+def test_csv_quotes_names_and_plots_take_dollars_literally(tmp_path):
+    """Printable names may hold commas, quotes and $: the CSV header is RFC 4180 (every row as many fields as the
+    header), and a $...$ in a model or coordinate name is plain text in the figure, not (broken) mathtext."""
+    import csv
+    from codegen.runtime import Result
+    nt = 5
+    names = ['j,1.angle', 'j"2.angle']
+    res = Result(np.linspace(0, 1, nt), np.zeros((nt, 2)), np.ones((nt, 2)), names, names, ["b"],
+                 np.zeros((nt, 1, 3)), np.tile([1.0, 0, 0, 0], (nt, 1, 1)), np.zeros(nt), np.zeros(nt),
+                 {"model_name": r"m$\frac{1}{$", "algorithm": "recursive", "integrator": "rk4"})
+    rows = list(csv.reader(open(res.save_csv(tmp_path / "r.csv"))))
+    assert rows[0][:3] == ["t", "q:j,1.angle", 'q:j"2.angle'] and {len(r) for r in rows} == {7} and len(rows) == nt + 1
+    assert float(rows[-1][3]) == 1.0
+    png = tmp_path / "r.png"
+    res.plot(png)
+    assert png.read_bytes()[:4] == b"\x89PNG"

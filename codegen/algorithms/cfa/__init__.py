@@ -26,4 +26,6 @@ FAMILY = Family(
     description="constraint force algorithm: forward dynamics with the joint constraint forces (general: dense "
                 "A; serial: odd-even elimination along the chains)",
     template="cfa/cfa.pyx.j2", models="tree", make_plan=Plan, template_vars=template_vars,
-    joint_types=tuple(JOINT_TYPES), options={"form": ("serial", "general")}, check=check)
+    joint_types=tuple(JOINT_TYPES), options={"form": ("serial", "general")}, check=check,
+    option_help={"form": "the method's form: serial (odd-even elimination along the chains) or general "
+                         "(dense A)"})

@@ -7,7 +7,7 @@ degrades.
 Paper: shared/seeds/003_1a74c1a73cbe4f4e.txt.  Plan (phantom bodies, chains, what the method takes): plan.py;
 template: templates/grcr/ (it extends the recursive template: the tree outside the loop chains runs Kang &
 Yoon's passes at the instant global origin); symbolic form of the loop recursion: codegen.symbolic.grcr;
-run time (dependents, closure, switches): codegen.runtime.grcr.
+run time (dependents, closure, switches): codegen.runtime.families.grcr.
 """
 from ..family import Family
 from ..tree_plan import articulated_vars, per_body_size, work_layout
@@ -40,6 +40,9 @@ FAMILY = Family(
                 "coordinates, O(n + m), arbitrary (re-)selection of the dependents",
     template="grcr/grcr.pyx.j2", models="tree", make_plan=GrcrPlan, template_vars=template_vars,
     joint_types=("revolute", "prismatic", "cylindrical", "universal", "spherical", "planar", "free", "fixed"),
-    check=check, loops=True)
+    check=check, loops=True, runtime="grcr",
+    run_options={"dependents": ("auto|q2,q3,q5", "the dependent coordinates, 'auto' (each loop from its tip inward, "
+                                "the best conditioned) or a comma-separated list of loop joints (the cut joint's among "
+                                "them); a run re-selects them when the partition turns singular (default: auto)")})
 
 __all__ = ["FAMILY", "GrcrPlan", "LOOP_TYPES"]

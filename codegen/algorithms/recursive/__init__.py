@@ -36,4 +36,6 @@ FAMILY = Family(
     description="fully recursive O(n) forward and inverse dynamics of rigid trees",
     template="recursive/recursive.pyx.j2", models="tree", make_plan=make_plan, loops=True,
     template_vars=recursive_template_vars,
-    joint_types=tuple(JOINT_TYPES), armature=tuple(JOINT_TYPES), options={"ref_point": ("centroid", "joint", "origin")})
+    joint_types=tuple(JOINT_TYPES), armature=tuple(JOINT_TYPES), options={"ref_point": ("centroid", "joint", "origin")},
+    option_help={"ref_point": "analysis reference point: the body's centroid (method 1), "
+                              "its joint, or the instant global origin (method 2)"})

@@ -15,7 +15,7 @@ import codegen
 from codegen.algorithms.grcr import gcl
 from codegen.model import ModelError
 from codegen.model.core import model_dict
-from codegen.runtime.grcr import CoupledLoopRun
+from codegen.runtime.families.grcr import CoupledLoopRun
 from support.kkt import KKT
 from support.loops import planar_loop_dict
 from support.systems import EXAMPLES, ROOT, get_system, rel_err

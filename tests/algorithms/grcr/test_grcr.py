@@ -34,7 +34,7 @@ def _state(s, d):
 
 def _partitions(s, rng, n=3):
     """'auto' and up to n random valid dependent sets (the cut's coordinate plus random ones, healthy at q0)."""
-    from codegen.runtime.grcr import chain_coords
+    from codegen.runtime.families.grcr import chain_coords
     q, _ = s.initial_state()
     out = ["auto"]
     entries = chain_coords(s)
@@ -161,6 +161,8 @@ def test_five_bar_without_switching_fails_where_the_seed_says(five_bar):
     ("q1,q2,q3", "always dependent"),
     ("q2,q5", "give 3 dependent coordinates"),
     ("q2,q9,q5", "'q9' is not a coordinate of a loop"),
+    ("q2,q2,q5", "'q2' is given twice"),
+    ("q2,q2.angle,q5", "'q2.angle' is given twice (q2)"),
 ])
 def test_bad_dependents_are_refused_naming_the_field(five_bar, deps, what):
     m, _ = five_bar
@@ -209,7 +211,7 @@ def test_ladder_coupled_loops_match_the_cut_joint_method_and_kkt(rng):
     assert [bool(p) for p in s.plan.prefixes] == [False, True, True] and s.ranks == [3, 3, 3]
     r = get_system(m, "recursive", ref_point="origin")
     x = np.concatenate(s.initial_state())
-    from codegen.runtime.grcr import chain_coords
+    from codegen.runtime.families.grcr import chain_coords
     free = [iq for c, (_, _, iq) in enumerate(chain_coords(s)) if not s.kernel.dependents()[c]]
     x[free] += rng.uniform(-0.1, 0.1, len(free))
     x[[s.nq + i for i in free]] = rng.normal(size=len(free))

@@ -10,7 +10,7 @@ Two compiled topologies (about 30 s each when the cache is cold, then cached in 
 Checked: the O(n) recursion (eqs 44-55) equals the dense Cholesky solve of the same Omega, Gamma (eq 41)
 to 1e-10 on random numbers and states; Omega and Gamma equal J^T M J and J^T (M Jdot u + F_EK - F_E)
 with J = de/dq by finite differences (an independent Lagrange check that covers the translational
-joint); the kernel equals codegen/rancf_ref.py; element force and Jacobian (sympy C code) against the
+joint); the kernel equals codegen/algorithms/rancf/reference.py; element force and Jacobian (sympy C code) against the
 numpy reference and finite differences; energy conservation (case B, the seed's 4 s at RK4 dt = 1e-3) and
 with the translational joints; the implicit HHT-alpha method (and its Newton stop at the round-off floor);
 case A against the rigid 5-link pendulum over 4 s (eq 58); NPZ contents; the figures script

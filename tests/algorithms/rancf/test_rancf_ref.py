@@ -1,4 +1,4 @@
-"""Checks of the dense numpy RANCF reference for model M3 (codegen/rancf_ref.py), Hu & Wang 2016.
+"""Checks of the dense numpy RANCF reference for model M3 (codegen/algorithms/rancf/reference.py), Hu & Wang 2016.
 
 What is checked:
 * operator structure: n = 4 N_bar + 2 N = 110 coordinates (eq 56), (eps_Phi)^2 = 0 (eq 30) so

@@ -14,7 +14,7 @@ import sympy as sp
 
 import codegen
 from codegen.runtime import SimulationDiverged
-from codegen.runtime.loops import loop_outputs
+from codegen.runtime.families.loops import loop_outputs
 from support.kkt import KKT
 from support.loops import planar_loop_dict, spatial_loop_dict
 from support.systems import EXAMPLES, get_system, rel_err

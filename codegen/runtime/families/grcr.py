@@ -1,5 +1,5 @@
-"""Closed loops by generalized recursive coordinate reduction (family ``grcr``) at run time: the state with the
-cut coordinates, the rank of every loop, the dependent coordinates (``auto`` or a list, refused when
+"""Closed loops by generalized recursive coordinate reduction (family ``grcr``) at run time (GrcrSystem): the
+state with the cut coordinates, the rank of every loop, the dependent coordinates (``auto`` or a list, refused when
 structurally singular), the partition switches of a run and the loop outputs of a result.
 
 The kernels are templates/grcr/grcr.pyx.j2; the plan (phantom bodies, chains) codegen.algorithms.grcr.plan.
@@ -12,7 +12,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..model import ModelError
+from ...algorithms.codes import Fail, Switching
+from ...model import ModelError
+from ..system import refused
+from .loops import violation_meta
+from .tree import TreeSystem
 
 log = logging.getLogger("codegen.grcr")
 
@@ -102,6 +106,9 @@ def _mask_of(system, dependents):
         if d not in by_name:
             known = ", ".join(n for _, n, _ in entries)
             raise ModelError(f"dependent coordinate '{d}' is not a coordinate of a loop (loop joints: {known})",
+                             system.model.source, "dependents")
+        if mask[by_name[d]]:
+            raise ModelError(f"dependent coordinate '{d}' is given twice ({entries[by_name[d]][1]})",
                              system.model.source, "dependents")
         mask[by_name[d]] = 1
     o = 0
@@ -196,7 +203,7 @@ def setup(system, dependents):
     system.nq, system.nv = sm.nq, sm.nv
     system.coord_names, system.velocity_names = sm.coord_names, sm.velocity_names
     system.body_names = plan.body_names[:plan.nb_real]
-    k.switching, k.switch_tol, k.select_tol = 1, SWITCH_TOL, SELECT_TOL
+    k.switching, k.switch_tol, k.select_tol = Switching.ACS, SWITCH_TOL, SELECT_TOL
     k.project_on, k.project_tol = 1, 1e-12
     k.set_rank([6] * len(plan.chains))
     x0 = initial_state(system)
@@ -265,12 +272,12 @@ class Structure(NamedTuple):
 class CoupledLoopRun:
     """A run that restructures (GCL) instead of re-selecting (ACS): every loop of the model is solved with a
     window of three adjacent dependents at the end of an open loop (codegen.algorithms.grcr.gcl), the window with
-    the best conditioned columns at the start; when the kernel reports the partition degraded (fail_code 7)
+    the best conditioned columns at the start; when the kernel reports the partition degraded (Fail.DEGRADED)
     the run goes back to the last sample, restructures the degraded loops around their best window there and
     carries on.  Each structure is its own kernel (built once, cached); states map by joint name."""
 
     def __init__(self, system):
-        from ..algorithms.grcr import gcl
+        from ...algorithms.grcr import gcl
         self.gcl, self.sys = gcl, system
         self.model = system.model
         self.loops = gcl.loop_joints(self.model)
@@ -370,7 +377,7 @@ class CoupledLoopRun:
                 o += len(ch)
                 mask[o - rank:o] = 1
             s.kernel.set_dependents(mask)
-            s.kernel.switching = 2
+            s.kernel.switching = Switching.GCL
             owner = []                                   # structure loop -> the source loop it solves
             for name in s.plan.loop_names:
                 src = name.split(self.gcl.TAG)[0]
@@ -406,7 +413,7 @@ class CoupledLoopRun:
                 f = self.gcl.fictitious_values(fr, self.loops[cut]["base"], g)
                 for (name, dof), v in zip(self.gcl.FICTITIOUS, f):
                     xs[s.coord_names.index(f"{cut}{self.gcl.TAG}.{name}.{dof}")] = v
-        sw, s.kernel.switching = s.kernel.switching, 0
+        sw, s.kernel.switching = s.kernel.switching, Switching.OFF
         s.kernel.project_state(xs, t)
         s.kernel.switching = sw
         return xs
@@ -425,7 +432,7 @@ class CoupledLoopRun:
     def run(self, x, ts, substeps, label, progress):
         """rk4 over the sample times ts from x (source state); returns (X, stats, wall, fail) as
         integrate_chunks does, and records the restructurings in self.switches."""
-        from .integrate import _progress_bar
+        from ..integrate import _progress_bar
         ns, dt = len(ts) - 1, ts[1] - ts[0]
         X = np.full((ns + 1, len(x)), np.nan)
         X[0] = x
@@ -449,9 +456,9 @@ class CoupledLoopRun:
                 bar.update(nok)
                 if not kern.fail_code and k < ns:
                     self.tolerance(cur, X[k], ts[k])
-                if kern.fail_code == 7:                  # degraded: restructure from the last sample
+                if kern.fail_code == Fail.DEGRADED:      # restructure from the last sample
                     if nok == 0 and stalled:
-                        fail = {"code": 7, "t": float(kern.fail_t), "sample": k + 1, "index": -1,
+                        fail = {"code": Fail.DEGRADED, "t": float(kern.fail_t), "sample": k + 1, "index": -1,
                                 "state": self.from_struct(st, xs[None])[0]}
                         break
                     stalled = nok == 0
@@ -469,3 +476,73 @@ class CoupledLoopRun:
                     break
         self.final = cur
         return X, stats, time.perf_counter() - wall, fail
+
+
+def _not_grcr(name):
+    return refused(name, f"{name} is not available for algorithm 'grcr' (its constraint forces and batched "
+                         f"partitions are not implemented); use algorithm 'recursive' for this model")
+
+
+class GrcrSystem(TreeSystem):
+    """Closed loops solved by coordinate partitioning (GRCR): the state holds the cut coordinates, the dependents
+    are solved after every step; partition switches (ACS) or restructured loops (GCL) when one degrades."""
+
+    kind = "grcr"
+    grcr = loops = True
+    lean = ("forward_dynamics",)
+    inverse_dynamics = _not_grcr("inverse_dynamics")
+    forward_dynamics_batch = _not_grcr("forward_dynamics_batch")
+    rollout = _not_grcr("rollout")
+    joint_wrenches = _not_grcr("joint_wrenches")
+    set_feedback = refused("set_feedback", "set_feedback: rigid-body trees of the recursive, dense, mstmm and cfa "
+                                           "algorithms only")
+    gcl_run = None
+
+    def _setup(self, dependents=None):
+        super()._setup()
+        setup(self, dependents)
+
+    def _numbers_changed(self):
+        super()._numbers_changed()
+        setup(self, getattr(self, "dependents_spec", "auto"))      # the new numbers' initial state, ranks, dependents
+
+    def _no_derivatives(self):
+        return ("not available for algorithm 'grcr'; build the tree with algorithm 'recursive' or 'dense' (closed "
+                "loops have no derivatives yet)")
+
+    def set_dependents(self, dependents="auto"):
+        """The dependent coordinates, 'auto' or a list of loop coordinates (see set_dependents of this module)."""
+        set_dependents(self, dependents)
+
+    @property
+    def dependents(self):
+        """The current dependent coordinates (joint names)."""
+        return dependent_names(self)
+
+    def initial_state(self):
+        """The model's initial state with the cut coordinates solved for."""
+        return self._x0[:self.nq].copy(), self._x0[self.nq:].copy()
+
+    def _start_run(self, x, run):
+        if run.switching not in (None, "acs", "gcl"):
+            super()._start_run(x, run)
+        if run.switching == "gcl" and (run.integrator != "rk4" or getattr(self, "dependents_spec", "auto") != "auto"):
+            raise ValueError("switching 'gcl' runs rk4 with dependents 'auto' (it chooses windows of adjacent "
+                             "dependents itself)")
+        if run.baumgarte is not None or run.projection:
+            raise ValueError("grcr solves the dependent coordinates from the loop constraints after every step "
+                             "(coordinate partitioning): baumgarte and projection belong to algorithm recursive")
+        self.gcl_run = CoupledLoopRun(self) if run.switching == "gcl" else None
+        start(self, x)
+
+    def _integrate(self, x, ts, run, other=None):
+        if self.gcl_run is None:
+            return super()._integrate(x, ts, run)
+        return self.gcl_run.run(x, ts, run.substeps, f"simulate {self.model.name}", run.progress)
+
+    def _loop_outputs(self, res, X, ts):
+        extra, total = outputs(self, X, ts)
+        res.extra.update(extra)
+        res.meta.update(partition_switches=int(total), dependents=getattr(self, "dependents_spec", "auto"),
+                        switching="gcl" if self.gcl_run is not None else "acs")
+        violation_meta(res)

@@ -1,11 +1,16 @@
-"""Closed loops at run time: the closure check of the initial state, the loop outputs of a result (cut joint
-wrenches, multipliers, constraint drift, the cut joints' own coordinates) and the message of a run that meets
+"""Trees closed by cut joints at run time (families recursive and dense with a `loops:` section): the closure
+check of the initial state, Baumgarte's stabilisation or the projection of a run, the loop outputs of a result (cut
+joint wrenches, multipliers, constraint drift, the cut joints' own coordinates) and the message of a run that meets
 dependent constraints.  The kernels are the recursive family's (templates/recursive/loops.pyx.j2)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ..model import JOINT_TYPES, ModelError, rot_to_quat
+from ...algorithms.codes import Fail
+from ...model import JOINT_TYPES, ModelError, rot_to_quat
+from .tree import TreeSystem
 
 CLOSURE_TOL = 1e-6          # |Phi| [m or -] and |Phi'| [m/s or 1/s] accepted at the initial state
 
@@ -74,7 +79,7 @@ def loop_outputs(system, X, ts) -> dict:
 
 
 def dependent_rows_detail(system, fail) -> dict:
-    """A failed run's dict (fail_code 6) with the message naming the cut joints."""
+    """A failed run's dict (Fail.DEPENDENT_ROWS) with the message naming the cut joints."""
     names = row_cuts(system.plan)
     r = fail.get("index", -1)
     cut = names[r] if 0 <= r < len(names) else None
@@ -83,3 +88,44 @@ def dependent_rows_detail(system, fail) -> dict:
         f"the loop-closure constraints became dependent (cut joint{'s' if len(system.model.cuts) > 1 else ''} "
         f"{cuts}; first dependent row in cut joint {cut}): a redundant cut joint or a singular configuration"))
     return fail
+
+
+class LoopSystem(TreeSystem):
+    """A tree closed by cut joints (constraint rows solved with the tree's dynamics; see System.simulate)."""
+
+    kind = "loops"
+    loops = True
+
+    def _setup(self):
+        super()._setup()
+        check_closure(self, *self.model.initial_state())
+
+    def _no_derivatives(self):
+        return (f"not available for closed loops (cut joints {', '.join(c.name for c in self.model.cuts)}): the "
+                f"constrained accelerations' partials are not derived")
+
+    def _start_run(self, x, run):
+        if run.switching is not None:
+            super()._start_run(x, run)
+        if run.q0 is not None or run.u0 is not None:
+            check_closure(self, x[:self.nq], x[self.nq:], "given start state")
+        h = run.h if run.integrator != "dopri5" else min(run.dt, run.h_max or run.dt)
+        b = (0.0 if run.projection else 0.1 / h) if run.baumgarte is None else float(run.baumgarte)
+        if not (b >= 0 and math.isfinite(b)):
+            raise ValueError(f"baumgarte must be a non-negative rate [1/s], got {run.baumgarte!r}")
+        self.kernel.alpha = self.kernel.beta = b
+        self.kernel.project_on, self.kernel.project_tol = int(bool(run.projection)), 1e-12
+
+    def _finish_run(self, meta, run, stats, fail):
+        meta["baumgarte"], meta["projection"] = self.kernel.alpha, bool(run.projection)
+        return dependent_rows_detail(self, fail) if fail and fail["code"] == Fail.DEPENDENT_ROWS else fail
+
+    def _loop_outputs(self, res, X, ts):
+        res.extra.update(loop_outputs(self, X, ts))
+        violation_meta(res)
+
+
+def violation_meta(res):
+    """meta["constraint_violation_max"] from the result's constraint_violation (nt x loops x 2)."""
+    cv = res.extra["constraint_violation"]
+    res.meta["constraint_violation_max"] = {"position": float(cv[..., 0].max()), "velocity": float(cv[..., 1].max())}

@@ -1,0 +1,38 @@
+"""Status codes and modes shared by the generated kernels and the runtime, defined once here: the templates get
+them as named C enums (templates/shared/codes.pyx.j2, rendered into every module), the runtime reads these."""
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class Fail(IntEnum):
+    """A kernel's fail_code: what stopped a compiled run (0: nothing)."""
+    NONE = 0
+    NONFINITE = 1             # the state (or the state derivative) became NaN or inf
+    STEP_COLLAPSED = 2        # dopri5: the step size fell below 1e-14 max(1, |t|)
+    REJECTED = 3              # dopri5: 100 steps in a row rejected
+    NOT_PD = 4                # hht: the iteration matrix is not positive definite
+    RUNAWAY = 5               # not a kernel code: a finite state whose energy ran away (found after the run)
+    DEPENDENT_ROWS = 6        # cut joints: the loop-closure constraints became dependent
+    DEGRADED = 7              # grcr, switching GCL: no well-conditioned structure, the run must restructure
+
+
+FAIL_REASONS = {Fail.NONFINITE: "the state became non-finite (NaN or inf)",
+                Fail.STEP_COLLAPSED: "the step size collapsed below 1e-14 max(1, |t|)",
+                Fail.REJECTED: "100 steps in a row were rejected",
+                Fail.NOT_PD: "the HHT iteration matrix is not positive definite",
+                Fail.RUNAWAY: "the energy ran away",
+                Fail.DEPENDENT_ROWS: "the loop-closure constraints became dependent",
+                Fail.DEGRADED: "no loop structure (GCL) with well-conditioned dependents was found"}
+
+
+class Switching(IntEnum):
+    """grcr: what a run does when a loop's partition degrades."""
+    OFF = 0                   # nothing (a projection that must not switch)
+    ACS = 1                   # re-select the loop's dependents (Sect. 4)
+    GCL = 2                   # stop with Fail.DEGRADED so that the runtime restructures the loop (Sect. 5)
+
+
+TEMPLATE_ENUMS = {"FAIL": Fail, "SWITCH": Switching}     # C names: FAIL_NONFINITE, SWITCH_ACS, ...
+
+__all__ = ["FAIL_REASONS", "Fail", "Switching", "TEMPLATE_ENUMS"]

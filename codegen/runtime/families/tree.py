@@ -1,0 +1,297 @@
+"""Rigid-body trees at run time (families recursive, dense, mstmm, cfa): the lean compiled entry points, the
+batched and threaded calls, joint wrenches, robot physics (limits, friction, tendons, actuators) in the run's
+inputs and results, and the power of the non-conservative forces for the energy balance."""
+from __future__ import annotations
+
+import contextlib
+import warnings
+
+import numpy as np
+
+from ...algorithms.tree_plan import canonical_rotation
+from ..animate import joint_geometry
+from ..result import Result
+from ..system import System, refused
+
+
+class TreeSystem(System):
+    """A rigid-body tree bound to its compiled kernel (see System for the shared API)."""
+
+    kind = "tree"
+    integrator_note = " (hht: flexible-beam models only)"
+    lean = ("forward_dynamics", "inverse_dynamics")     # methods replaced per instance by the compiled entry points
+    set_algorithm = refused("set_algorithm", "set_algorithm: beam models only, one of ('rancf', 'dense')")
+    omega_gamma = refused("omega_gamma", "omega_gamma is defined for flexible-beam models; this is a rigid-body model")
+
+    def _setup(self):
+        self.kernel.set_hook(self.model.tau_hook)
+        self.body_names = self.plan.body_names
+        self._K = None                      # canonical joint rotations (joint wrenches), on first use
+        for name in self.lean:              # the lean path: no Python frame per call
+            setattr(self, name, getattr(self.kernel, name))
+
+    def _params(self) -> np.ndarray:
+        """The plan's parameter vector with the joint limits' stiffness and damping, which scale with each limited
+        coordinate's diagonal mass-matrix entry at the initial state (from this kernel's RNEA)."""
+        p = self.plan.params()
+        tendons = any(t.data["limited"] for t in self.plan.tendons)
+        if self.plan.limits or tendons or self.plan.frictions:
+            k = self.kernel
+            k.set_params(p)
+            q0, _ = self.plan.model.initial_state()
+            z = np.zeros(self.plan.nv)
+            bias = k.inverse_dynamics(q0, z, z, 0.0)
+            meff = np.zeros(self.plan.nv)
+            for term in self.plan.limits + self.plan.frictions:
+                iv = term.data["iv"]
+                meff[iv] = k.inverse_dynamics(q0, z, np.eye(self.plan.nv)[iv], 0.0)[iv] - bias[iv]
+            self.plan.limit_gains(p, meff)
+            if tendons:                      # M^-1 c from two forward dynamics at rest
+                a0 = k.forward_dynamics(q0, z, None, 0.0)
+                self.plan.tendon_limit_gains(p, lambda c: k.forward_dynamics(q0, z, c, 0.0) - a0)
+            k.set_params(p)
+        return p
+
+    def _numbers_changed(self):
+        self._K = None
+        for k in self._kernels():
+            k.set_hook(self.model.tau_hook)
+
+    def _no_derivatives(self):
+        if self.model.point_springs:
+            return (f"not available with point-to-point spring-dampers "
+                    f"({', '.join(p.name for p in self.model.point_springs)}): their partials are not derived")
+        return None
+
+    def set_hook(self, hook):
+        """hook(t, q, u) -> extra generalized forces (nv); runs with the GIL, so it costs speed."""
+        self.model.tau_hook = hook
+        for k in self._kernels():
+            k.set_hook(hook)
+
+    # ---------------------------------------------------------------- kernels
+    def forward_dynamics(self, q, u, tau=None, t: float = 0.0, ctrl=None) -> np.ndarray:
+        """udot = M^-1 (tau + applied - bias), applied forces of the model evaluated at time t; ctrl: the actuators'
+        controls (one per actuator, in the model's order; None: each actuator's ctrl function of the model file).
+        (Replaced per instance by the compiled entry point, which checks sizes and types.)"""
+        return self.kernel.forward_dynamics(q, u, tau, t, None, ctrl)
+
+    def inverse_dynamics(self, q, u, udot, t: float = 0.0, ctrl=None) -> np.ndarray:
+        """tau with forward_dynamics(q, u, tau, t, ctrl=ctrl) == udot (recursive Newton-Euler)."""
+        q, u = self._qu(q, u)
+        return self.kernel.inverse_dynamics(q, u, np.ascontiguousarray(udot, dtype=float).reshape(-1), t, None, ctrl)
+
+    def forward_dynamics_batch(self, Q, U, TAU=None, out=None, threads=None, t: float = 0.0) -> np.ndarray:
+        """udot for B states: Q (B x nq), U (B x nv), TAU (B x nv, added to the model's forces, optional), into
+        `out` (B x nv) if given. Runs on `threads` threads (default: every usable core) without the GIL, each
+        with its own workspace; the result does not depend on the number of threads."""
+        return self.kernel.forward_dynamics_batch(Q, U, TAU, t, out, threads)
+
+    def rollout(self, q0, u0, nsteps: int, dt: float, tau=None, integrator: str = "rk4", threads=None,
+                sensitivities: bool = False, ctrl=None):
+        """B rollouts of nsteps fixed steps of size dt, all in compiled code on `threads` threads (default: every
+        usable core). q0 (B x nq), u0 (B x nv); tau (B x nsteps x nv) adds to the model's own forces, held over
+        each step (None: the model's forces only); ctrl (B x nsteps x nu): the actuators' controls, held over each
+        step as MuJoCo's rollout takes them (None: the model file's ctrl functions). Returns (q, u): B x
+        (nsteps + 1) x nq and x nv, row 0 the
+        initial state; the same numbers as simulate(..., integrator="rk4") from each initial state. A rollout
+        whose state stops being finite has NaN rows from there on (a RuntimeWarning names it).
+        sensitivities=True: returns (q, u, A, B) with the Jacobians of every step in tangent coordinates,
+        A (B x nsteps x 2nv x 2nv), B (B x nsteps x 2nv x nv): x_{s+1} = A_s x_s + B_s dtau_s (see linearize)."""
+        if isinstance(nsteps, bool) or not isinstance(nsteps, (int, np.integer)):
+            raise ValueError(f"nsteps: expected an integer >= 0, got {nsteps!r}")
+        if sensitivities:
+            if ctrl is not None:
+                raise ValueError("rollout: sensitivities with ctrl are not derived yet (use tau)")
+            if integrator != "rk4":
+                raise ValueError(f"rollout: integrator '{integrator}' not supported (rk4)")
+            q, u, A, B, fail = self._derivative_kernel("rollout(sensitivities=True)").rollout_sensitivities(
+                q0, u0, int(nsteps), float(dt), tau, threads)
+        else:
+            q, u, fail = self.kernel.rollout(q0, u0, int(nsteps), float(dt), tau, integrator, threads, 0.0, ctrl)
+        bad = np.flatnonzero(np.isfinite(fail))
+        if bad.size:
+            warnings.warn(f"rollout: {bad.size} of {len(fail)} rollouts diverged (first: rollout {bad[0]} at "
+                          f"t = {fail[bad[0]]:.6g}); their rows from there on are NaN", RuntimeWarning, stacklevel=2)
+        return (q, u, A, B) if sensitivities else (q, u)
+
+    def mass_matrix(self, q) -> np.ndarray:
+        """Joint-space mass matrix (dense algorithm: CRBA; otherwise column by column from RNEA)."""
+        q = np.ascontiguousarray(q, dtype=float).reshape(-1)
+        if hasattr(self.kernel, "mass_matrix"):
+            return self.kernel.mass_matrix(q)
+        u = np.zeros(self.nv)
+        hook, self.model.tau_hook = self.model.tau_hook, None
+        self.kernel.set_hook(None)
+        try:
+            bias = self.kernel.inverse_dynamics(q, u, np.zeros(self.nv), 0.0)
+            M = np.column_stack([self.kernel.inverse_dynamics(q, u, e, 0.0) - bias for e in np.eye(self.nv)])
+        finally:
+            self.set_hook(hook)
+        return 0.5 * (M + M.T)
+
+    def qdot(self, q, u) -> np.ndarray:
+        q, u = self._qu(q, u)
+        return self.kernel.qdot_of(q, u)
+
+    def energy(self, q, u):
+        """(kinetic, potential) at one state; potential includes gravity and springs."""
+        q, u = self._qu(q, u)
+        _, _, en = self.kernel.outputs_at(np.concatenate([q, u])[None, :])
+        return float(en[0, 0]), float(en[0, 1])
+
+    def joint_wrenches(self, q, u, tau=None, t: float = 0.0) -> np.ndarray:
+        """(n_joints, 6): for each joint, the spatial force transmitted through it from its parent to its child
+        (the whole subtree), as (fx, fy, fz, mx, my, mz) with the moment about the joint point, components in
+        the joint's frame on the child side (the model's child_frame: axes attached to the child body), the
+        convention of pinocchio's data.f for a model built from the same file.  A free joint is a joint too
+        (its row is ~0 without external loads on its body).  Every rigid algorithm gives them: cfa directly
+        (its constraint forces), recursive and dense by an inverse-dynamics pass after forward dynamics,
+        mstmm from its state vectors."""
+        q, u = self._qu(q, u)
+        if tau is not None:
+            tau = np.ascontiguousarray(tau, dtype=float).reshape(-1)
+        return self._in_joint_frames(self.kernel.joint_wrench(q, u, tau, t))
+
+    def _in_joint_frames(self, W):
+        """Kernel wrenches (body reference frame = canonical joint frame K) -> the user's joint frames."""
+        if self._K is None:
+            self._K = np.array([canonical_rotation(j.type, j.axis, j.axis2) for j in self.model.joints])
+        out = np.empty_like(W)
+        out[..., :3] = np.einsum("jab,...jb->...ja", self._K, W[..., :3])
+        out[..., 3:] = np.einsum("jab,...jb->...ja", self._K, W[..., 3:])
+        return out
+
+    def connection_states(self, q, u, tau=None, t: float = 0.0) -> dict:
+        """Algorithm 'mstmm' only: the MSTMM state vector z = [r'', Omega', m, q] ([RBW eq 1]) at every
+        joint, world frame, rows in body order: {"acc": r'' of the joint point, "alpha": Omega' of the
+        child body, "moment": m, "force": q} (nb x 3 each; the parent exerts -q and +m on the child)."""
+        if not hasattr(self.kernel, "mstmm_states"):
+            raise ValueError("connection states come from the mstmm kernels: build with algorithm='mstmm'")
+        q, u = self._qu(q, u)
+        z = self.kernel.mstmm_states(q, u, tau, t)
+        return {"acc": z[:, 0:3], "alpha": z[:, 3:6], "moment": z[:, 6:9], "force": z[:, 9:12]}
+
+    def body_poses(self, q):
+        """World centroid (nb x 3) and orientation quaternion w, x, y, z (nb x 4) of every body."""
+        q, _ = self._qu(q, np.zeros(self.nv))
+        com, quat, _ = self.kernel.outputs_at(np.concatenate([q, np.zeros(self.nv)])[None, :])
+        return com[0], quat[0]
+
+    # ---------------------------------------------------------------- runs
+    @contextlib.contextmanager
+    def _inputs(self, ctrl, limits):
+        if ctrl is not None and not self.model.actuators:
+            raise ValueError("ctrl: the model has no actuators")
+        if self.model.actuators:
+            self.kernel.set_ctrl(ctrl)
+        was = bool(self.kernel.limits_on)
+        self.kernel.set_limits(bool(limits))
+        try:
+            yield
+        finally:
+            self.kernel.set_limits(was)
+
+    def _result(self, X, ts, meta, run) -> Result:
+        q, u = X[:, :self.nq].copy(), X[:, self.nq:].copy()
+        com, quat, en = self.kernel.outputs_at(X)
+        com, quat = com[:, :len(self.body_names)], quat[:, :len(self.body_names)]     # (grcr: phantoms last)
+        res = Result(ts, q, u, list(self.coord_names), list(self.velocity_names), list(self.body_names), com, quat,
+                     en[:, 0].copy(), en[:, 1].copy(), meta,
+                     joint_geometry(self.model, self.body_names, com, quat))       # joint_pos etc., for animate
+        plan, model = self.plan, self.model
+        if plan.limits:
+            res.extra.update(limit_names=np.array([t.data["name"] for t in plan.limits]),
+                             limit_force=self.kernel.limit_forces_at(X))
+            meta["limits"] = {"enforced": bool(self.kernel.limits_on),
+                              "active_samples": int(np.count_nonzero(res.extra["limit_force"].any(axis=1)))}
+        if plan.frictions:
+            res.extra.update(friction_names=np.array([t.data["name"] for t in plan.frictions]),
+                             friction_force=self.kernel.friction_forces_at(X))
+        if model.tendons:
+            L, Ld, F = self.kernel.tendon_states_at(X)
+            res.extra.update(tendon_names=np.array([t.name for t in model.tendons]), tendon_length=L,
+                             tendon_velocity=Ld, tendon_force=F)
+        if model.actuators:
+            F, C = self.kernel.actuator_forces_at(X, ts)
+            res.extra.update(actuator_names=np.array([a.name for a in model.actuators]), ctrl=C, actuator_force=F)
+        if run.joint_wrench:
+            res.extra.update(joint_wrench=self._in_joint_frames(self.kernel.joint_wrench_at(X, ts)),
+                             joint_names=np.array(plan.joint_names))
+        if len(ts):
+            self._loop_outputs(res, X, ts)
+        return res
+
+    def _loop_outputs(self, res, X, ts):
+        """Closed loops: their result extras and meta (trees have none)."""
+
+    # ---------------------------------------------------------------- energy
+    def conservative(self) -> bool:
+        m = self.model
+        return not (any(np.any(sp.damping) for sp in m.springs) or m.joint_forces
+                    or any(ps.damping for ps in m.point_springs) or self.feedback is not None)
+
+    def applied_power(self, res, joint_forces_only: bool = False):
+        """Power of the non-conservative applied forces at the samples (W), or None when it is not known (a
+        force hook).  Joint dampers: -c u^2; joint forces: f(t) u; actuators: gear f u; joint limits and
+        friction: f u; tendons: their damping and limit forces times Ldot; the compiled feedback; point dampers:
+        -c (dL/dt)^2 with dL/dt from the sampled spring length (second-order differences).  Springs and gravity
+        are in the potential.  joint_forces_only: the joint forces' part alone."""
+        m, plan = self.model, self.plan
+        P = np.zeros(len(res.t))
+        if m.tau_hook is not None:
+            return None
+        off = {j.name: o for j, o in zip(m.joints, m.q_offsets())}
+        for s in ([] if joint_forces_only else m.springs):
+            iv = off[s.joint][1]
+            for k, c in enumerate(np.atleast_1d(s.damping)):
+                P -= c * res.u[:, iv + k] ** 2
+        for f in m.joint_forces:
+            iv = off[f.joint][1] + f.dof
+            P += np.array([f.function(t) for t in res.t]) * res.u[:, iv]
+        extra = getattr(res, "extra", {})
+        if "actuator_force" in extra:            # actuators: gear f u (on a tendon: gear f Ldot)
+            for a, f in zip(m.actuators, extra["actuator_force"].T):
+                v = extra["tendon_velocity"][:, [t.name for t in m.tendons].index(a.tendon)] if a.tendon is not None \
+                    else res.u[:, off[a.joint][1] + a.dof]
+                P += a.gear * f * v
+        if "tendon_force" in extra:              # tendons: their damping and limits (F + k (L - L0)) Ldot
+            p = plan.params()
+            for t, term in enumerate(plan.tendons):
+                k, L0 = p[term.index], p[term.index + 2]
+                P += (extra["tendon_force"][:, t] + k * (extra["tendon_length"][:, t] - L0)) * extra["tendon_velocity"][:, t]
+        if "friction_force" in extra:            # Coulomb friction: f u
+            P += np.einsum("sl,sl->s", extra["friction_force"], res.u[:, [t.data["iv"] for t in plan.frictions]])
+        if "limit_force" in extra:               # joint limits: f u (spring and damper, one-sided)
+            P += np.einsum("sl,sl->s", extra["limit_force"], res.u[:, [t.data["iv"] for t in plan.limits]])
+        if self.feedback is not None:            # the compiled state feedback (set_feedback): tau_ref - K (x - x_ref)
+            K, xr, tr = self.feedback
+            X = np.hstack([res.q, res.u])
+            P += np.einsum("sa,sa->s", tr - (X - xr) @ K.T, res.u)
+        if not joint_forces_only and any(p.damping for p in m.point_springs):
+            if len(res.t) < 3:
+                return None
+            P -= _point_damper_power(m, res)
+        return P
+
+
+def _point_damper_power(m, res):
+    """sum c (dL/dt)^2 of the point-to-point dampers, dL/dt from the sampled spring lengths."""
+    bi = {b: i for i, b in enumerate(res.body_names)}
+
+    def world(body, pt):
+        if body == "ground":
+            return np.broadcast_to(pt, (len(res.t), 3))
+        i = bi[body]
+        w, x, y, z = res.body_quat[:, i].T
+        R = np.stack([np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+                      np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+                      np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1)], -2)
+        return res.body_com[:, i] + R @ (pt - m.body(body).com)
+
+    P = np.zeros(len(res.t))
+    for p in m.point_springs:
+        if p.damping:
+            L = np.linalg.norm(world(p.body_b, p.point_b) - world(p.body_a, p.point_a), axis=1)
+            P += p.damping * np.gradient(L, res.t, edge_order=2) ** 2
+    return P
