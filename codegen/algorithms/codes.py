@@ -15,6 +15,7 @@ class Fail(IntEnum):
     RUNAWAY = 5               # not a kernel code: a finite state whose energy ran away (found after the run)
     DEPENDENT_ROWS = 6        # cut joints: the loop-closure constraints became dependent
     DEGRADED = 7              # grcr, switching GCL: no well-conditioned structure, the run must restructure
+    INTERRUPTED = 8           # a signal (Ctrl-C, SIGTERM) stopped the run: its exception is raised by the driver
 
 
 FAIL_REASONS = {Fail.NONFINITE: "the state became non-finite (NaN or inf)",
@@ -23,7 +24,8 @@ FAIL_REASONS = {Fail.NONFINITE: "the state became non-finite (NaN or inf)",
                 Fail.NOT_PD: "the HHT iteration matrix is not positive definite",
                 Fail.RUNAWAY: "the energy ran away",
                 Fail.DEPENDENT_ROWS: "the loop-closure constraints became dependent",
-                Fail.DEGRADED: "no loop structure (GCL) with well-conditioned dependents was found"}
+                Fail.DEGRADED: "no loop structure (GCL) with well-conditioned dependents was found",
+                Fail.INTERRUPTED: "interrupted by a signal"}
 
 
 class Switching(IntEnum):
@@ -33,6 +35,11 @@ class Switching(IntEnum):
     GCL = 2                   # stop with Fail.DEGRADED so that the runtime restructures the loop (Sect. 5)
 
 
-TEMPLATE_ENUMS = {"FAIL": Fail, "SWITCH": Switching}     # C names: FAIL_NONFINITE, SWITCH_ACS, ...
+class Poll(IntEnum):
+    """How often a compiled run looks for a pending signal (Ctrl-C, SIGTERM): every EVERY steps (~1-20 ms)."""
+    EVERY = 4096
 
-__all__ = ["FAIL_REASONS", "Fail", "Switching", "TEMPLATE_ENUMS"]
+
+TEMPLATE_ENUMS = {"FAIL": Fail, "SWITCH": Switching, "POLL": Poll}     # C names: FAIL_NONFINITE, SWITCH_ACS, ...
+
+__all__ = ["FAIL_REASONS", "Fail", "Poll", "Switching", "TEMPLATE_ENUMS"]

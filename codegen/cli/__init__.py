@@ -48,7 +48,27 @@ def parser():
     return p
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised by its handler where the process is (in compiled runs: at their next signal poll)."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
 def main(argv=None) -> int:
+    import signal
+    import threading
+    main_thread = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
+    try:
+        return _main(argv)
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, old)
+
+
+def _main(argv=None) -> int:
     from ..compiler import BuildError
     from ..model import ModelError
     p = parser()
@@ -67,8 +87,11 @@ def main(argv=None) -> int:
         print(f"mbgen: error: {msg}", file=sys.stderr)
         return BAD_INPUT
     except KeyboardInterrupt:
-        print("mbgen: interrupted", file=sys.stderr)
+        print("mbgen: interrupted (Ctrl-C)", file=sys.stderr)
         return 130
+    except Terminated:
+        print("mbgen: terminated (SIGTERM)", file=sys.stderr)
+        return 143
     except BrokenPipeError:          # e.g. `mbgen inspect ... | head`
         sys.stderr.close()
         return 0

@@ -43,13 +43,8 @@ def cmd_animate(args):
     out = out_path(args)
     check_out_path(out, "--out")
     require_writer(os.path.splitext(out)[1].lower())
-    if not os.path.isfile(args.result):
+    if not os.path.lexists(args.result):
         raise ValueError(f"{args.result}: no such results file")
-    try:
-        res = load_result(args.result)
-    except KeyError as e:
-        raise ValueError(f"{args.result}: not a results file of 'mbgen simulate' (no array {e})") from None
-    except (OSError, ValueError, EOFError):
-        raise ValueError(f"{args.result}: cannot be read as an NPZ results file of 'mbgen simulate'") from None
+    res = load_result(args.result)             # checked as a model file is: ValueError naming the array
     path = animate(res, out, fps=args.fps, every=args.every, size=args.size, progress=not args.quiet)
     print(f"{res.meta.get('model_name', args.result)}: {path}")

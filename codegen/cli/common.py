@@ -129,15 +129,34 @@ def check_out_path(path: str, option: str, suffixes=()):
 
 
 def check_out_folder(path: str, option: str):
-    """The folder of ``path`` exists or can be created, and can be written."""
-    folder = os.path.dirname(os.path.abspath(path))
+    """The folder of ``path`` exists or can be created, and can be written: names within the file system's
+    limits, and a file can really be created in the nearest existing folder (os.access says yes to root under
+    /proc and /sys, where nothing can be written)."""
+    import tempfile
+    full = os.path.abspath(path)
+    folder = os.path.dirname(full)
     probe = folder
     while not os.path.lexists(probe):             # the nearest existing ancestor (folders are created)
         probe = os.path.dirname(probe)
     if not os.path.isdir(probe):
         raise ValueError(f"{option} {path}: {probe} is not a folder")
+    try:
+        name_max, path_max = os.pathconf(probe, "PC_NAME_MAX"), os.pathconf(probe, "PC_PATH_MAX")
+    except (OSError, ValueError, AttributeError):
+        name_max, path_max = 255, 4096
+    long = [p for p in full.split(os.sep) if len(os.fsencode(p)) + 8 > name_max]     # + room for ".png" etc.
+    if long or len(os.fsencode(full)) + 16 > path_max:
+        raise ValueError(f"{option} {path}: " + (f"the name {long[0][:40]}... is longer than this file system takes "
+                                                  f"({name_max} bytes)" if long else
+                                                  f"the path is longer than this file system takes ({path_max} bytes)"))
     if not os.access(probe, os.W_OK | os.X_OK):
         raise ValueError(f"{option} {path}: cannot write into {probe}")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".mbgen-probe.", dir=probe)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as e:
+        raise ValueError(f"{option} {path}: cannot write into {probe} ({e.strerror or e})") from None
 
 
 def validate_args(args):

@@ -48,6 +48,22 @@ def register(sub):
     s.set_defaults(fn=cmd_sweep)
 
 
+def checked_rows(params, values, every_up_to: int = 1000):
+    """The combinations checked before a sweep starts: all of them up to `every_up_to` runs; beyond, every value
+    of each parameter (the others at their first value) and the corners of the grid (a run that still fails
+    its model checks is reported by the sweep, with the others kept)."""
+    import itertools
+    import numpy as np
+    if len(values) <= every_up_to:
+        return values
+    axes = [np.asarray(v, float) for v in params.values()]
+    first = [a[0] for a in axes]
+    rows = [first[:i] + [x] + first[i + 1:] for i, a in enumerate(axes) for x in np.unique(a)]
+    if len(axes) <= 10:
+        rows += [list(c) for c in itertools.product(*[(a.min(), a.max()) for a in axes])]
+    return rows
+
+
 def cmd_sweep(args):
     from ..runtime import build
     from ..runtime.params import ParamError, check_path, grid, parse_set, with_params
@@ -62,7 +78,7 @@ def cmd_sweep(args):
             check_path(m, path)
             params[path] = values
         names, values = grid(params)
-        for row in values:                  # every combination valid before anything is built
+        for row in checked_rows(params, values):     # valid before anything is built
             with_params(m, names, row)
     except ParamError as e:
         msg = str(e)

@@ -37,6 +37,7 @@ from typing import Optional
 from .._metadata import dist_version
 from .._version import __version__
 from ..algorithms import BuildError, family
+from . import trust
 from .render import PACKAGE_DIR, names_key, render, template_dir
 
 
@@ -261,9 +262,9 @@ def current_umask() -> int:
         return _umask_cached
 
 
-def _sha256(path: Path) -> str:
+def _sha256(path: Path, limit: int = trust.EXTENSION_LIMIT) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
+    with trust.open_trusted(path, limit) as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
@@ -274,12 +275,16 @@ def entry_problem(target: Path, modname: str) -> Optional[str]:
     readable and names this entry, the Python and Cython versions are ours, and the extension's SHA-256 is
     the one recorded at build time. Reads files only; nothing is imported."""
     target = Path(target)
-    if not target.is_dir():
-        return _MISSING
+    problem = trust.entry_folder_problem(target)          # a symbolic link, someone else's folder, ...
+    if problem is not None:
+        return problem
     try:
-        meta = json.loads((target / "build.json").read_text())
+        with trust.open_trusted(target / "build.json", trust.BUILD_JSON_LIMIT) as fh:
+            meta = json.loads(fh.read())
     except FileNotFoundError:
         return "build.json is missing"
+    except trust.Untrusted as e:
+        return str(e)
     except (OSError, ValueError) as e:        # UnicodeDecodeError and JSONDecodeError are ValueErrors
         return f"build.json is unreadable ({type(e).__name__})"
     if not isinstance(meta, dict):
@@ -299,6 +304,8 @@ def entry_problem(target: Path, modname: str) -> Optional[str]:
         digest = _sha256(so_path)
     except FileNotFoundError:
         return f"{so_path.name} is missing"
+    except trust.Untrusted as e:
+        return str(e)
     except OSError as e:
         return f"{so_path.name} is unreadable ({e})"
     if digest != expected:
@@ -311,8 +318,7 @@ def cached_module(key: str, modname: str, label: str, source, cache_dir=None, pr
     """Import module `modname` from cache entry `key`, first rendering `source()` and compiling it there if
     the entry is missing or fails entry_problem() (then with a CacheWarning). Under a file lock; the entry
     folder appears complete or not at all. `meta` (model name, ...) is recorded in build.json."""
-    cache = Path(cache_dir) if cache_dir else default_cache_dir()
-    cache.mkdir(parents=True, exist_ok=True)
+    cache = trust.cache_folder(Path(cache_dir) if cache_dir else default_cache_dir())    # the user's alone
     target = cache / key
     so_path = target / (modname + _ext_suffix())
     info = {"key": key, "module": modname, "path": str(so_path), "cache_dir": str(cache), "hit": True,
@@ -320,6 +326,7 @@ def cached_module(key: str, modname: str, label: str, source, cache_dir=None, pr
     for attempt in range(2):
         if entry_problem(target, modname) is not None:
             from filelock import FileLock             # here: a hit takes no lock (start-up time)
+            trust.check_lock(cache / f"{key}.lock")
             with FileLock(str(cache / f"{key}.lock")):
                 problem = entry_problem(target, modname)      # another process may have built it meanwhile
                 if problem is not None:
@@ -394,7 +401,7 @@ def _assemble_entry(tmp: Path, target: Path, modname: str, files, info: dict, me
     record.update({"generator": __version__, "ext_suffix": _ext_suffix(), "built_at": time.time(),
                    "sha256": _sha256(staging / so_name), "size": (staging / so_name).stat().st_size})
     (staging / "build.json").write_text(json.dumps(record, indent=1, default=str))
-    umask = current_umask()
+    umask = current_umask() | 0o022           # the umask's permissions, never writable by others (trust.py)
     for f in staging.iterdir():
         executable = f.stat().st_mode & 0o111 if f.name == so_name else 0   # as the linker made the .so
         os.chmod(f, (0o666 | executable) & ~umask)
@@ -512,9 +519,10 @@ def cache_entries(cache_dir=None) -> list:
         if not _is_entry(folder):
             continue
         try:
-            meta = json.loads((folder / "build.json").read_text())
+            with trust.open_trusted(folder / "build.json", trust.BUILD_JSON_LIMIT) as fh:
+                meta = json.loads(fh.read())
             meta = meta if isinstance(meta, dict) else {}
-        except (OSError, ValueError):
+        except (OSError, ValueError, trust.Untrusted):
             meta = {}
         try:
             built = float(meta.get("built_at") or (folder / "build.json").stat().st_mtime)
@@ -552,11 +560,12 @@ def clean_cache(cache_dir=None, older_than_days: Optional[float] = None, timeout
         if max_age is not None and e["age_s"] <= max_age:
             continue
         try:
+            trust.check_lock(cache / f"{e['key']}.lock")
             with FileLock(str(cache / f"{e['key']}.lock"), timeout=timeout):
                 trash = Path(tempfile.mkdtemp(prefix=f".{e['key']}.{os.getpid()}.trash.", dir=str(cache)))
                 os.replace(e["path"], trash / "old")          # the entry disappears at once
                 shutil.rmtree(trash, ignore_errors=True)
-        except Timeout:
+        except (Timeout, BuildError):                 # a build holds it, or its lock file is not a file
             done["busy"].append(e["key"])
             continue
         done["entries"].append(e["key"])

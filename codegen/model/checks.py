@@ -16,7 +16,8 @@ LIMITS = {
     "forces": 100_000,          # force elements of a model; loads of a beam model
     "table_points": 100_000,    # points of one force table
     "name_length": 200,         # characters of one name
-    "file_mb": 50,              # size of a model file
+    "file_mb": 50,              # size of a model file (and of each file an MJCF file includes)
+    "assets_mb": 500,           # an MJCF file with its includes and assets (meshes, textures)
     "yaml_nodes": 1_000_000,    # YAML nodes of a model file, aliases expanded
     "yaml_depth": 64,           # nesting depth of a model file
 }

@@ -50,10 +50,10 @@ from typing import Dict, List
 
 import numpy as np
 
-from .checks import ModelError, _name
+from .checks import LIMITS, ModelError, _name
 from .core import GROUND, Body, Joint, JointSpringDamper, Model, Placement
 from .massprops import lumped, moved
-from .robotfiles import ModelWarning, listing, read_limited, require, unique_name
+from .robotfiles import ModelWarning, listing, open_regular, parse_xml, read_limited, require, unique_name
 from .rotations import quat_to_rot, rot_axis_angle
 
 __all__ = ["ModelWarning", "load_mjcf", "model_from_mjmodel"]
@@ -69,13 +69,67 @@ def load_mjcf(path, floating_base: bool = False, ignore_contacts: bool = False,
     if floating_base:
         raise ModelError("floating_base (--floating-base) is for URDF files: an MJCF file gives its base a free "
                          "joint itself (<freejoint/>)", path)
-    read_limited(path)                                   # size limit, folders, empty files
+    check_files(path)                                    # the file, its includes and assets: regular, limited
     mujoco = require("mujoco", path)
     try:
         mj = mujoco.MjModel.from_xml_path(path)
     except Exception as e:                               # MuJoCo's parser and compiler raise ValueError
         raise ModelError(f"not a valid MJCF file: {' '.join(str(e).split())[:300]}", path) from None
     return model_from_mjmodel(mj, path, ignore_contacts=ignore_contacts, ignore_actuators=ignore_actuators)
+
+
+ASSET_FILES = {"mesh": ("file",), "skin": ("file",), "hfield": ("file",),
+               "texture": ("file", "fileright", "fileleft", "fileup", "filedown", "filefront", "fileback")}
+
+
+def check_files(path):
+    """Before MuJoCo reads anything: the file and every <include> (recursively) are regular files within
+    LIMITS['file_mb'] each, the asset files they name (meshes, textures, height fields, skins) that exist are
+    regular files, all of them together within LIMITS['assets_mb'], and the <replicate> counts multiplied along
+    their nesting stay within LIMITS['bodies'] (MuJoCo expands them in memory first). A FIFO, a device or a huge
+    file is refused naming it; a missing file is left to MuJoCo's message."""
+    from .checks import limits_text
+    folder = os.path.dirname(os.path.abspath(path))
+    todo, seen, total, dirs = [os.path.abspath(path)], set(), 0, {}
+    while todo:
+        f = todo.pop()
+        if f in seen:
+            continue
+        seen.add(f)
+        if len(seen) > 1000:
+            raise ModelError("more than 1,000 included files", path)
+        data = read_limited(f)
+        total += len(data)
+        root = parse_xml(data, f, "MJCF")
+        for c in root.iter("compiler"):
+            for k in ("meshdir", "texturedir", "assetdir"):
+                if c.get(k) is not None:
+                    dirs[k] = c.get(k)
+        for inc in root.iter("include"):
+            if inc.get("file"):
+                todo.append(os.path.join(folder, inc.get("file")))
+        for rep in root.iter("replicate"):
+            n = 1
+            for r in [rep] + [a for a in rep.iterancestors("replicate")]:
+                try:
+                    n *= max(int(r.get("count", "1")), 1)
+                except ValueError:
+                    break                                # MuJoCo reports a bad count
+            if n > LIMITS["bodies"]:
+                raise ModelError(f"<replicate> counts multiply to {n:,} copies (more than the {LIMITS['bodies']:,} "
+                                 f"bodies a model may have; {limits_text()})", f)
+        assets = [(el.tag, el.get(a)) for tag, attrs in ASSET_FILES.items() for el in root.iter(tag) for a in attrs
+                  if el.get(a)]
+        for tag, name in assets:
+            sub_dir = dirs.get("meshdir" if tag in ("mesh", "skin") else "texturedir", dirs.get("assetdir", ""))
+            for cand in dict.fromkeys((os.path.join(folder, sub_dir, name), os.path.join(folder, name))):
+                if os.path.lexists(cand) and cand not in seen:
+                    seen.add(cand)
+                    with open_regular(cand) as fh:
+                        total += os.fstat(fh.fileno()).st_size
+        if total > LIMITS["assets_mb"] * 2 ** 20:
+            raise ModelError(f"the file with its includes and assets is larger than {LIMITS['assets_mb']} MB "
+                             f"({limits_text()})", path)
 
 
 def _names(mj, mujoco, obj, n, prefix) -> List[str]:

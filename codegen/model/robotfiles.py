@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from typing import Dict, Iterable
 
 from .checks import LIMITS, ModelError, limits_text
@@ -28,9 +29,9 @@ def file_kind(path: str) -> str:
     if ext in EXTENSIONS:
         return EXTENSIONS[ext]
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             head = fh.read(1 << 16)
-    except OSError:
+    except (OSError, ModelError):
         return "yaml"                                # the YAML reader reports the file
     tag = root_tag(head)
     if tag is None:
@@ -53,19 +54,40 @@ def root_tag(head: bytes):
     return m.group(1).decode("ascii", "replace") if m else None
 
 
-def read_limited(path: str, empty: str = "empty file") -> bytes:
-    """The file's bytes, at most LIMITS['file_mb']; ModelError naming the file otherwise (``empty``: the message
-    for a file of only white space)."""
-    limit = LIMITS["file_mb"] * 2 ** 20
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def open_regular(path: str):
+    """A binary file object on `path` if it is a regular file; ModelError naming the file otherwise. Opened
+    without blocking, so a FIFO with no writer, a device (/dev/zero) or a socket is refused by its kind instead
+    of hanging the reader."""
     try:
         if os.path.isdir(path):
             raise ModelError("cannot read: it is a folder", path)
-        with open(path, "rb") as fh:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise ModelError(f"cannot read: {e.strerror or e}", path) from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = next((k for test, k in _KINDS if test(mode)), "not a regular file")
+        raise ModelError(f"cannot read: it is {kind}, not a regular file", path)
+    return os.fdopen(fd, "rb")
+
+
+def read_limited(path: str, empty: str = "empty file", limit_mb=None) -> bytes:
+    """The file's bytes, at most ``limit_mb`` (default LIMITS['file_mb']); ModelError naming the file otherwise
+    (``empty``: the message for a file of only white space; a FIFO or a device: refused, see open_regular)."""
+    limit_mb = LIMITS["file_mb"] if limit_mb is None else limit_mb
+    limit = int(limit_mb * 2 ** 20)
+    try:
+        with open_regular(path) as fh:
             data = fh.read(limit + 1)
     except OSError as e:
         raise ModelError(f"cannot read: {e.strerror or e}", path) from None
     if len(data) > limit:
-        raise ModelError(f"file larger than {LIMITS['file_mb']} MB ({limits_text()})", path)
+        raise ModelError(f"file larger than {limit_mb:g} MB ({limits_text()})", path)
     if not data.strip():
         raise ModelError(empty, path)
     return data

@@ -217,7 +217,7 @@ def animate(result, out, fps: float = 30.0, every=None, size=(640, 480), progres
     if every is None:
         dt = float(res.t[1] - res.t[0]) if nt > 1 else 1.0
         every = max(1, round(1.0 / (fps * dt))) if dt > 0 else 1
-    frames = np.arange(0, nt, int(every))
+    frames = np.arange(0, nt, min(int(every), nt))
     scene = _Scene(z, frames)
     name = title or res.meta.get("model_name", "")
     return _write(os.fspath(out), _render(scene, size, name, progress), fps, suffix)

@@ -204,6 +204,8 @@ def parse_values(text: str, path: str = "") -> List[float]:
             raise ParamError(f"{label}: COUNT {parts[2]!r} must be a whole number") from None
         if n < 1 or (n == 1 and a != b):
             raise ParamError(f"{label}: COUNT must be at least 2 (1 only when START = STOP), got {n}")
+        if n > MAX_RUNS:
+            raise ParamError(f"{label}: COUNT {n:,} is above the limit of {MAX_RUNS:,} runs of a sweep")
         return np.linspace(a, b, n).tolist()
     vals = [num(s) for s in text.split(",")]
     if not vals:
@@ -220,20 +222,29 @@ def parse_set(spec: str) -> Tuple[str, List[float]]:
     return path.strip(), parse_values(text.strip(), path.strip())
 
 
+MAX_RUNS = 1_000_000          # runs of one sweep (a grid is checked before it is made)
+
+
 def grid(params) -> Tuple[List[str], np.ndarray]:
     """(names, values runs x n_params): a dict path -> values makes the full grid (itertools.product order,
-    the last path varying fastest); a list of dicts gives the runs one by one."""
+    the last path varying fastest); a list of dicts gives the runs one by one. At most MAX_RUNS runs."""
     if isinstance(params, dict):
         names = list(params)
         axes = [np.atleast_1d(np.asarray(params[n], dtype=float)) for n in names]
         for n, a in zip(names, axes):
             if a.ndim != 1 or a.size == 0:
                 raise ParamError(f"{n}: expected a non-empty list of numbers")
+        runs = math.prod(a.size for a in axes)
+        if runs > MAX_RUNS:
+            raise ParamError(f"{' x '.join(f'{a.size:,}' for a in axes)} = {runs:,} runs: above the limit of "
+                             f"{MAX_RUNS:,} runs of a sweep")
         mesh = np.meshgrid(*axes, indexing="ij")
         return names, np.stack([g.reshape(-1) for g in mesh], axis=1) if names else np.zeros((1, 0))
     runs: List[Dict] = list(params)
     if not runs:
         raise ParamError("no runs: params is an empty list")
+    if len(runs) > MAX_RUNS:
+        raise ParamError(f"{len(runs):,} runs: above the limit of {MAX_RUNS:,} runs of a sweep")
     names = list(runs[0])
     for k, r in enumerate(runs):
         if list(r) != names:

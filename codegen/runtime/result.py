@@ -159,14 +159,84 @@ class Result:
         return path
 
 
-def load_result(path) -> Result:
-    with np.load(path, allow_pickle=False) as z:
-        d = {k: z[k] for k in z.files}
+RESULT_LIMIT_MB = 2000      # arrays of a results file, uncompressed (the CLI's default --max-output-mb)
+
+
+def load_result(path, limit_mb: float = RESULT_LIMIT_MB) -> Result:
+    """A Result from an NPZ written by save(), checked as a model file is (ValueError naming the file and the array):
+    a regular file whose arrays, uncompressed, stay within limit_mb (an NPZ of 3 MB may inflate to GiB); every
+    documented array present with its shape, a numeric dtype and finite values; t strictly increasing; meta a JSON
+    object; the joint geometry for animations within its index ranges."""
+    import zipfile
+    from ..model.robotfiles import open_regular
+    path = os.fspath(path)
+    try:
+        with open_regular(path) as fh, zipfile.ZipFile(fh) as zf:
+            size = sum(i.file_size for i in zf.infolist())
+            if size > limit_mb * 1e6:
+                raise ValueError(f"{path}: its arrays take {size / 1e6:.3g} MB uncompressed, more than {limit_mb:g} MB")
+            fh.seek(0)
+            with np.load(fh, allow_pickle=False) as z:
+                d = {k: z[k] for k in z.files}
+    except zipfile.BadZipFile:
+        raise ValueError(f"{path}: not an NPZ results file of 'mbgen simulate'") from None
+    except Exception as e:                 # ModelError (not a regular file), OSError, a damaged member
+        if isinstance(e, ValueError) and str(e).startswith(path):
+            raise
+        raise ValueError(f"{path}: cannot be read as an NPZ results file ({' '.join(str(e).split())[:200]})") from None
+    check_result_arrays(d, path)
     keys = {"t", "q", "u", "coord_names", "velocity_names", "body_names", "body_com", "body_quat",
             "energy_kinetic", "energy_potential", "meta"}
     return Result(d["t"], d["q"], d["u"], list(d["coord_names"]), list(d["velocity_names"]),
                   list(d["body_names"]), d["body_com"], d["body_quat"], d["energy_kinetic"],
-                  d["energy_potential"], json.loads(str(d["meta"])), {k: v for k, v in d.items() if k not in keys})
+                  d["energy_potential"], d["meta"], {k: v for k, v in d.items() if k not in keys})
+
+
+def check_result_arrays(d: dict, path: str):
+    """The checks of load_result on the arrays d (meta parsed in place); ValueError naming the array."""
+    def bad(key, why):
+        raise ValueError(f"{path}: {key}: {why}")
+
+    for k in ("t", "q", "u", "coord_names", "velocity_names", "body_names", "body_com", "body_quat",
+              "energy_kinetic", "energy_potential", "meta"):
+        if k not in d:
+            bad(k, "missing (not a results file of 'mbgen simulate')")
+    try:
+        meta = json.loads(str(d["meta"]))
+    except ValueError:
+        bad("meta", "not JSON")
+    if not isinstance(meta, dict):
+        bad("meta", "not a JSON object")
+    d["meta"] = meta
+    t = d["t"]
+    nt = len(t) if t.ndim == 1 else bad("t", f"expected one dimension, got shape {t.shape}")
+    names = {k: d[k] for k in ("coord_names", "velocity_names", "body_names")}
+    for k, v in names.items():
+        if v.ndim != 1 or v.dtype.kind not in "US":
+            bad(k, "expected a list of strings")
+    shapes = {"t": (nt,), "q": (nt, len(names["coord_names"])), "u": (nt, len(names["velocity_names"])),
+              "body_com": (nt, len(names["body_names"]), 3), "body_quat": (nt, len(names["body_names"]), 4),
+              "energy_kinetic": (nt,), "energy_potential": (nt,)}
+    if "joint_pos" in d:
+        nj = len(d.get("joint_parent", ()))
+        shapes.update(joint_pos=(nt, nj, 3), joint_parent=(nj,), joint_child=(nj,))
+    for k, shape in shapes.items():
+        if k not in d:
+            bad(k, "missing")
+        a = d[k]
+        if a.shape != shape:
+            bad(k, f"expected shape {shape}, got {a.shape}")
+        if a.dtype.kind not in "fiu":
+            bad(k, f"expected numbers, got {a.dtype}")
+        if k not in ("energy_kinetic", "energy_potential") and not np.all(np.isfinite(a)):   # (a diverged run's
+            bad(k, "holds values that are not finite")                                      # energies may not be)
+    if nt > 1 and not np.all(np.diff(t) > 0):
+        bad("t", "not strictly increasing")
+    if "joint_pos" in d:
+        nb = len(names["body_names"])
+        for k, lo in (("joint_parent", -1), ("joint_child", 0)):
+            if d[k].dtype.kind not in "iu" or (d[k].size and (d[k].min() < lo or d[k].max() >= nb)):
+                bad(k, f"expected body indices in [{lo}, {nb})")
 
 
 def plain(text) -> str:

@@ -203,6 +203,65 @@ def test_untrusted_build_json_is_rebuilt(tiny_entry, tmp_path, damage, reason):
     assert entry_problem(entry, modname) is None
 
 
+def _fifo(path):
+    os.remove(path)
+    os.mkfifo(path)
+
+
+def _link(path, to):
+    os.remove(path) if not os.path.isdir(path) or os.path.islink(path) else shutil.move(path, to)
+    os.symlink(to, path)
+
+
+@pytest.mark.parametrize("damage, reason", [
+    (lambda e, m, t: _fifo(os.path.join(e, "build.json")), "build.json is a FIFO"),
+    (lambda e, m, t: (shutil.copy(os.path.join(e, "build.json"), t / "b.json"),
+                      _link(os.path.join(e, "build.json"), t / "b.json")), "build.json cannot be opened safely"),
+    (lambda e, m, t: os.chmod(os.path.join(e, "build.json"), 0o666), "build.json is writable by all users"),
+    (lambda e, m, t: _link(os.path.join(e, m + _ext_suffix()), "/dev/zero"), "cannot be opened safely"),
+    (lambda e, m, t: os.chmod(e, 0o775), "the entry folder is writable by its group"),
+    (lambda e, m, t: _link(e, t / "planted"), "the entry is a symbolic link"),
+], ids=["fifo", "symlinked-json", "world-writable-json", "so-to-dev-zero", "group-writable-entry", "symlinked-entry"])
+def test_planted_or_shared_cache_files_are_not_trusted(tiny_entry, tmp_path, damage, reason):
+    """Only the user's own regular files that nobody else can write are read (never through a symbolic link, never
+    waiting on a FIFO or a device): anything else in an entry makes it untrusted and rebuilt, and a planted folder
+    an entry links to is left alone (not loaded, not deleted through)."""
+    cache, key, modname = tiny_entry
+    entry = _copy_entry(cache, key, tmp_path / "cache")
+    damage(entry, modname, tmp_path)
+    assert reason in entry_problem(entry, modname)
+    out = _run(BUILD_TINY, key, modname, tmp_path / "cache")
+    assert out["hit"] is False and out["answer"] == 42 and reason in out["warnings"][0]
+    assert entry_problem(entry, modname) is None and not os.path.islink(entry)
+    if (tmp_path / "planted").exists():
+        assert sorted(os.listdir(tmp_path / "planted")) == sorted(os.listdir(os.path.join(cache, key)))
+
+
+def test_a_cache_folder_others_can_write_is_refused(tiny_entry, tmp_path, capsys):
+    """A world- or group-writable cache folder (a shared MBGEN_CACHE_DIR) is refused with the way out, before any
+    entry is read; so is a cache folder under a file, and a lock that is a folder (exit 2 from the CLI)."""
+    from codegen.algorithms import BuildError
+    cache, key, modname = tiny_entry
+    shared = tmp_path / "shared"
+    _copy_entry(cache, key, shared)
+    for mode, words in ((0o777, "writable by all users"), (0o775, "writable by its group")):
+        os.chmod(shared, mode)
+        with pytest.raises(BuildError, match=f"{words}: another user could plant code.*chmod go-w"):
+            cached_module(key, modname, "tiny", lambda: TINY_SOURCE, str(shared))
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(BuildError, match="cannot be created: Not a directory"):
+        cached_module(key, modname, "tiny", lambda: TINY_SOURCE, str(tmp_path / "file" / "cache"))
+    os.chmod(shared, 0o755)
+    shutil.rmtree(shared / key)
+    os.mkdir(shared / f"{key}.lock")
+    with pytest.raises(BuildError, match=r"\.lock is a folder, not a file: remove it"):
+        cached_module(key, modname, "tiny", lambda: TINY_SOURCE, str(shared))
+    os.chmod(shared, 0o777)
+    assert main(["simulate", "chain:1", "--t-end", "0.01", "--quiet", "--cache-dir", str(shared),
+                 "--out", str(tmp_path / "r.npz")]) == 2
+    assert "writable by all users" in capsys.readouterr().err and not (tmp_path / "r.npz").exists()
+
+
 def _dead_pid():
     try:
         return int(open("/proc/sys/kernel/pid_max").read()) + 1                # no process can have it

@@ -638,7 +638,11 @@ def test_bad_out_paths_exit_2(cli_dirs, capsys):
     cases = [(str(outdir), "is a folder"), (str(outdir) + os.sep, "is a folder"),   # a regression would replace it)
              (str(outdir / "folder.npz"), "is a folder"), (str(outdir / "folder"), "is a folder"),
              (str(outdir / "plain" / "r.npz"), "is not a folder"), ("", "empty path"), (" ", "empty path"),
-             (str(outdir / "fifo.npz"), "exists and is not a regular file")]
+             (str(outdir / "fifo.npz"), "exists and is not a regular file"),
+             (str(outdir / ("n" * 300 + ".npz")), "longer than this file system takes"),
+             (str(outdir) + "/d" * 2100 + "/r.npz", "the path is longer than this file system takes")]
+    if os.path.isdir("/proc/self"):        # writable for root as far as os.access knows: nothing can be created there
+        cases.append(("/proc/r.npz", "cannot write into /proc"))
     for out, words in cases:
         for cmd in (["simulate", "chain:2"], ["source", "chain:2"]):
             if cmd[0] == "source" and out == str(outdir / "folder"):

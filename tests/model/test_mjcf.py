@@ -139,3 +139,38 @@ def test_ignore_flags_warn(tmp_path):
     assert "left out on request" in msg and "contacts" in msg and "1 actuators" in msg
     with pytest.raises(ModelError, match="floating_base .* is for URDF files"):
         codegen.load_model(p, floating_base=True)
+
+
+def _check_within(argv, seconds=30):
+    """main(argv) in a daemon thread: (exit code, or None if it still runs after `seconds`: a hang)."""
+    import threading
+    out = []
+    t = threading.Thread(target=lambda: out.append(main(argv)), daemon=True)
+    t.start()
+    t.join(seconds)
+    return out[0] if out else None
+
+
+@pytest.mark.parametrize("body, words", [
+    ('<include file="fifo.xml"/>', "fifo.xml: cannot read: it is a FIFO"),
+    ('<include file="/dev/zero"/>', "/dev/zero: cannot read: it is a character device"),
+    ('<asset><mesh name="m" file="fifo.xml"/></asset>', "fifo.xml: cannot read: it is a FIFO"),
+    ('<include file="big.xml"/>', "big.xml: file larger than"),
+    ('<worldbody><replicate count="2000"><replicate count="200"><body><freejoint/><geom size="0.1"/></body>'
+     '</replicate></replicate></worldbody>', "counts multiply to 400,000 copies"),
+])
+def test_files_an_mjcf_file_reads_are_checked_before_mujoco(tmp_path, capsys, body, words):
+    """Includes and assets are regular files within the size limits (a FIFO or /dev/zero would hang MuJoCo's
+    reader; a huge include would take its memory), replicate counts are bounded before MuJoCo expands them: exit
+    2 naming the file, at once. A model file that is a FIFO is refused the same way."""
+    os.mkfifo(tmp_path / "fifo.xml")
+    (tmp_path / "big.xml").write_bytes(b"<mujoco>" + b" " * (51 * 2 ** 20) + b"</mujoco>")
+    top = tmp_path / "top.xml"
+    top.write_text(f"<mujoco>{body}<worldbody/></mujoco>" if "worldbody" not in body else f"<mujoco>{body}</mujoco>")
+    capsys.readouterr()
+    assert _check_within(["check", str(top)]) == 2
+    err = capsys.readouterr().err
+    assert words in err and "Traceback" not in err, err
+    os.mkfifo(tmp_path / "model.yaml")
+    assert _check_within(["check", str(tmp_path / "model.yaml")]) == 2
+    assert "model.yaml: cannot read: it is a FIFO" in capsys.readouterr().err

@@ -1,5 +1,7 @@
 """Animations: decoded frames show the model (not blank), sticks sit on the joint points, planar models are drawn
 in 2-D and others in 3-D, beams follow their shape functions; the CLI writes MP4 and GIF and refuses bad input."""
+import os
+
 import numpy as np
 import pytest
 
@@ -117,3 +119,45 @@ def test_cli_animate_and_simulate_animate(m1, tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(["animate", npz, "--size", "10x10"])
     assert e.value.code == 2 and "WIDTHxHEIGHT" in capsys.readouterr().err
+
+
+def _damaged(npz, tmp_path, **changes):
+    d = dict(np.load(npz))
+    d.update(changes)
+    path = tmp_path / "damaged.npz"
+    np.savez(path, **{k: v for k, v in d.items() if v is not None})
+    return str(path)
+
+
+def test_results_files_are_checked_like_model_files(m1, tmp_path, capsys):
+    """animate reads results as strictly as model files: a bad meta, short or string body_com, a constant or
+    reversed t, NaN joint positions, parents out of range, an NPZ that inflates past the limit, a FIFO: exit 2
+    naming the file and the array, no animation written; a huge --every draws the first frame only."""
+    npz = m1.save(tmp_path / "m1.npz")
+    z = np.load(npz)
+    nt = len(z["t"])
+    jp = z["joint_pos"].copy()
+    jp[1, 0, 0] = np.nan
+    cases = [({"meta": np.array("{not json")}, "meta: not JSON"), ({"meta": np.array("[1, 2]")}, "meta: not a JSON"),
+             ({"body_com": z["body_com"][:-1]}, "body_com: expected shape"),
+             ({"body_com": np.array(["a"] * nt)}, "body_com: expected shape"),
+             ({"t": np.zeros(nt)}, "t: not strictly increasing"), ({"t": z["t"][::-1].copy()}, "t: not strictly"),
+             ({"joint_pos": jp}, "joint_pos: holds values that are not finite"),
+             ({"joint_parent": z["joint_parent"] + 50}, "joint_parent: expected body indices"),
+             ({"q": None}, "q: missing")]
+    for change, words in cases:
+        bad = _damaged(npz, tmp_path, **change)
+        capsys.readouterr()
+        assert main(["animate", bad, "--out", str(tmp_path / "a.gif"), "--quiet"]) == 2, words
+        err = capsys.readouterr().err
+        assert f"{bad}: {words}" in err and "Traceback" not in err, (words, err)
+        assert not (tmp_path / "a.gif").exists()
+    bomb = tmp_path / "bomb.npz"                     # 8 MB of zeros, a few kB compressed
+    np.savez_compressed(bomb, **dict(z), pad=np.zeros(10 ** 6))
+    with pytest.raises(ValueError, match="MB uncompressed, more than 5 MB"):
+        codegen.load_result(bomb, limit_mb=5)
+    os.mkfifo(tmp_path / "fifo.npz")
+    assert main(["animate", str(tmp_path / "fifo.npz"), "--out", str(tmp_path / "a.gif")]) == 2
+    assert "it is a FIFO" in capsys.readouterr().err
+    assert main(["animate", npz, "--out", str(tmp_path / "one.gif"), "--every", str(10 ** 30), "--quiet"]) == 0
+    assert len(imageio.mimread(tmp_path / "one.gif")) == 1

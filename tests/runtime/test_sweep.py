@@ -113,9 +113,16 @@ def test_paths_and_values_are_checked(m1):
             check_path(m1, path)
         assert words in str(e.value) and (path in str(e.value) or not path), str(e.value)
     for text, words in (("1:2", "START:STOP:COUNT"), ("1:2:x", "COUNT"), ("a,b", "'a' is not a number"),
-                        ("1:2:1", "COUNT must be at least 2"), ("nan", "finite")):
+                        ("1:2:1", "COUNT must be at least 2"), ("nan", "finite"),
+                        ("1:2:100000000", "above the limit of 1,000,000 runs")):
         with pytest.raises(ParamError, match=words):
             parse_values(text, "gravity.1")
+    with pytest.raises(ParamError, match=r"100,000 x 100,000 = 10,000,000,000 runs: above the limit"):
+        grid({"gravity.0": np.zeros(10 ** 5), "gravity.1": np.zeros(10 ** 5)})    # refused before the grid is made
+    from codegen.cli.sweep import checked_rows
+    big = {"bodies.body1.mass": np.linspace(1, 2, 50), "gravity.1": np.linspace(-10, -1, 40)}
+    rows = checked_rows(big, grid(big)[1], every_up_to=1000)                      # 2000 runs: each value, corners
+    assert len(rows) == 50 + 40 + 4 and [1.0, -1.0] in [list(r) for r in rows]
     with pytest.raises(ParamError, match=r"bodies.body1.mass = -1: .*mass must be"):
         with_params(m1, ["bodies.body1.mass"], [-1.0])
     sym = with_params(m1, ["bodies.body1.inertia.ixy"], [1e-4]).bodies[1].inertia
