@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 
@@ -126,6 +127,25 @@ def check_out_path(path: str, option: str, suffixes=()):
         if os.path.lexists(target) and not os.path.isfile(target):
             raise ValueError(f"{option} {path}: {target} exists and is not a regular file")
     check_out_folder(path, option)
+
+
+@contextlib.contextmanager
+def output_lock(path: str):
+    """Writers of one output folder one at a time (an advisory lock on the folder itself, so no lock file is left):
+    two runs writing the same --out leave the files (NPZ, CSV, PNG, MP4) of one of them, never a mixture."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    try:
+        import fcntl
+        fd = os.open(folder, os.O_RDONLY)
+    except (ImportError, OSError):                # no flock here (Windows), or a folder that cannot be opened
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)                              # (releases the lock)
 
 
 def check_out_folder(path: str, option: str):

@@ -6,7 +6,7 @@ import math
 import os
 import sys
 
-from .common import Formatter, add_model_args, build_options, check_output_size, default_stem, load_spec
+from .common import Formatter, add_model_args, build_options, check_output_size, default_stem, load_spec, output_lock
 
 # simulate: built-in defaults; the value used is the command-line option, else the model file's `simulation:`
 # section, else this
@@ -189,41 +189,42 @@ def cmd_simulate(args):
         print(f"mbgen: error: {e}\n  no results written (--keep-partial saves the samples before the failure)",
               file=sys.stderr)
         return DIVERGED
-    path = res.save(out)
-    if res.meta.get("partial"):
-        print(f"mbgen: error: {res.meta['diverged']}", file=sys.stderr)
-        print(f"{m.name}: partial results, t = 0 .. {res.t[-1]:g} s ({len(res.t)} samples; diverged at "
-              f"t = {res.meta['diverged_at']:.6g} s): {path}")
-        return DIVERGED
-    en = res.meta["energy"]
-    print(f"{m.name}: {len(res.t) - 1} samples to t = {res.t[-1]:g} s with {integ} "
-          f"[{s.algorithm} {s.options}] in {res.meta['wall_time_s']:.3f} s wall; {energy_text(en)}")
-    if res.meta.get("constraint_violation_max"):
-        cv = res.meta["constraint_violation_max"]
-        how = (f"dependents {res.meta['dependents']}, {res.meta['partition_switches']} "
-               + ("restructuring(s) (gcl)" if res.meta.get("switching") == "gcl" else "partition switch(es)")
-               if s.grcr else f"Baumgarte rate {res.meta['baumgarte']:g} 1/s"
-               + ("; projection after every step" if res.meta["projection"] else ""))
-        print(f"  loops:   largest constraint violation {cv['position']:.2e} (position), {cv['velocity']:.2e} "
-              f"(velocity); {how}")
-        for t, loop, old, new in zip(*(res.extra.get(k, ()) for k in ("partition_switch_t", "partition_switch_loop",
-                                                                     "partition_switch_old", "partition_switch_new"))):
-            print(f"  switch:  t = {t:.6g} s, loop {loop}: dependents {old} -> {new}")
-    print(f"  results: {path}")
-    stem = os.path.splitext(path)[0]
-    if args.csv:
-        print(f"  csv:     {res.save_csv(stem + '.csv')}")
-    if args.plot:
-        print(f"  figure:  {res.plot(stem + '.png')}")
-    if args.animate:
-        from ..runtime.animate import animate
-        print(f"  video:   {animate(res, stem + '.mp4', progress=not args.quiet)}")
-    chk = res.meta.get("energy_check")
-    if chk and chk["passed"] is False:
-        tip = ("less numerical damping (--hht-alpha closer to 0) or a smaller --dt" if integ == "hht" else
-               "a smaller --dt or more --substeps" if integ == "rk4" else "a tighter --rtol / --atol")
-        where = "--check-energy" if origin["check_energy"] == "option" else "check_energy of the model file"
-        print(f"mbgen: error: energy check failed: max relative energy error {chk['value']:.2e} > tolerance "
-              f"{chk['tol']:g} ({where}); results written to {path}; try {tip}", file=sys.stderr)
-        return ENERGY_CHECK_FAILED
-    return 0
+    with output_lock(out):             # one writer of this folder at a time: never a mixture of two runs
+        path = res.save(out)
+        if res.meta.get("partial"):
+            print(f"mbgen: error: {res.meta['diverged']}", file=sys.stderr)
+            print(f"{m.name}: partial results, t = 0 .. {res.t[-1]:g} s ({len(res.t)} samples; diverged at "
+                  f"t = {res.meta['diverged_at']:.6g} s): {path}")
+            return DIVERGED
+        en = res.meta["energy"]
+        print(f"{m.name}: {len(res.t) - 1} samples to t = {res.t[-1]:g} s with {integ} "
+              f"[{s.algorithm} {s.options}] in {res.meta['wall_time_s']:.3f} s wall; {energy_text(en)}")
+        if res.meta.get("constraint_violation_max"):
+            cv = res.meta["constraint_violation_max"]
+            how = (f"dependents {res.meta['dependents']}, {res.meta['partition_switches']} "
+                   + ("restructuring(s) (gcl)" if res.meta.get("switching") == "gcl" else "partition switch(es)")
+                   if s.grcr else f"Baumgarte rate {res.meta['baumgarte']:g} 1/s"
+                   + ("; projection after every step" if res.meta["projection"] else ""))
+            print(f"  loops:   largest constraint violation {cv['position']:.2e} (position), {cv['velocity']:.2e} "
+                  f"(velocity); {how}")
+            for t, loop, old, new in zip(*(res.extra.get(k, ()) for k in ("partition_switch_t", "partition_switch_loop",
+                                                                         "partition_switch_old", "partition_switch_new"))):
+                print(f"  switch:  t = {t:.6g} s, loop {loop}: dependents {old} -> {new}")
+        print(f"  results: {path}")
+        stem = os.path.splitext(path)[0]
+        if args.csv:
+            print(f"  csv:     {res.save_csv(stem + '.csv')}")
+        if args.plot:
+            print(f"  figure:  {res.plot(stem + '.png')}")
+        if args.animate:
+            from ..runtime.animate import animate
+            print(f"  video:   {animate(res, stem + '.mp4', progress=not args.quiet)}")
+        chk = res.meta.get("energy_check")
+        if chk and chk["passed"] is False:
+            tip = ("less numerical damping (--hht-alpha closer to 0) or a smaller --dt" if integ == "hht" else
+                   "a smaller --dt or more --substeps" if integ == "rk4" else "a tighter --rtol / --atol")
+            where = "--check-energy" if origin["check_energy"] == "option" else "check_energy of the model file"
+            print(f"mbgen: error: energy check failed: max relative energy error {chk['value']:.2e} > tolerance "
+                  f"{chk['tol']:g} ({where}); results written to {path}; try {tip}", file=sys.stderr)
+            return ENERGY_CHECK_FAILED
+        return 0

@@ -30,6 +30,8 @@ def register(sub):
     s.add_argument("--set", action="append", required=True, metavar="PATH=VALUES",
                    help="a parameter and its values: PATH=START:STOP:COUNT or PATH=v1,v2,... (repeat for a grid)")
     add_integration_args(s)
+    s.add_argument("--scheduler-timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="give up on a --scheduler that does not answer within this time")
     s.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="address of a running Dask scheduler, e.g. tcp://10.0.0.5:8786 (default: a LocalCluster "
                         "on this machine)")
@@ -48,25 +50,9 @@ def register(sub):
     s.set_defaults(fn=cmd_sweep)
 
 
-def checked_rows(params, values, every_up_to: int = 1000):
-    """The combinations checked before a sweep starts: all of them up to `every_up_to` runs; beyond, every value
-    of each parameter (the others at their first value) and the corners of the grid (a run that still fails
-    its model checks is reported by the sweep, with the others kept)."""
-    import itertools
-    import numpy as np
-    if len(values) <= every_up_to:
-        return values
-    axes = [np.asarray(v, float) for v in params.values()]
-    first = [a[0] for a in axes]
-    rows = [first[:i] + [x] + first[i + 1:] for i, a in enumerate(axes) for x in np.unique(a)]
-    if len(axes) <= 10:
-        rows += [list(c) for c in itertools.product(*[(a.min(), a.max()) for a in axes])]
-    return rows
-
-
 def cmd_sweep(args):
     from ..runtime import build
-    from ..runtime.params import ParamError, check_path, grid, parse_set, with_params
+    from ..runtime.params import ParamError, check_path, checked_rows, grid, parse_set, with_params
     from ..runtime.sweep import connect, sweep
     m = load_spec(args.model, args)
     params = {}
@@ -94,7 +80,8 @@ def cmd_sweep(args):
                          f"--max-output-mb {args.max_output_mb:g}; write a Zarr store (--out sweep.zarr), or "
                          f"select --fields, raise --dt or lower --t-end")
     fields = [f.strip() for f in args.fields.split(",") if f.strip()] if args.fields else None
-    client, close = connect(None, args.scheduler, args.workers, not args.threads)   # a bad address: before a build
+    client, close = connect(None, args.scheduler, args.workers, not args.threads,      # a bad address: before a build
+                            timeout=args.scheduler_timeout)
     try:
         options = build_options(args)
         s = build(m, args.algorithm, cache_dir=args.cache_dir, progress=not args.quiet, **options)

@@ -222,6 +222,21 @@ def parse_set(spec: str) -> Tuple[str, List[float]]:
     return path.strip(), parse_values(text.strip(), path.strip())
 
 
+def checked_rows(params, values, every_up_to: int = 1000):
+    """The combinations checked before a sweep starts: all of them up to `every_up_to` runs; beyond, every value
+    of each parameter (the others at their first value) and the corners of the grid (a run that still fails
+    its model checks is reported by the sweep, with the others kept)."""
+    import itertools
+    if len(values) <= every_up_to:
+        return values
+    axes = [np.asarray(v, float) for v in params.values()]
+    first = [a[0] for a in axes]
+    rows = [first[:i] + [x] + first[i + 1:] for i, a in enumerate(axes) for x in np.unique(a)]
+    if len(axes) <= 10:
+        rows += [list(c) for c in itertools.product(*[(a.min(), a.max()) for a in axes])]
+    return rows
+
+
 MAX_RUNS = 1_000_000          # runs of one sweep (a grid is checked before it is made)
 
 

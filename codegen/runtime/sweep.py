@@ -28,7 +28,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .params import ParamError, grid, with_params
+from .params import ParamError, checked_rows, grid, with_params
 from .result import atomic_write
 
 SWEEP_EXTRA = "pip install 'mbgen[sweep]' (dask[distributed], zarr)"
@@ -167,9 +167,17 @@ def load_sweep(path) -> dict:
     return d
 
 
-def connect(client=None, scheduler=None, workers=None, processes=True):
-    """(client, things to close): the given client, one connected to ``scheduler`` (within dask's
-    distributed.comm.timeouts.connect), or a new LocalCluster of ``workers`` (default: CPUs) one-thread workers."""
+def _client(Client, scheduler, timeout):
+    try:
+        return Client(scheduler, timeout=timeout)
+    except (OSError, TimeoutError) as e:
+        return e
+
+
+def connect(client=None, scheduler=None, workers=None, processes=True, timeout: float = 10.0):
+    """(client, things to close): the given client, one connected to ``scheduler`` (ValueError naming it when it
+    does not answer within ``timeout`` seconds), or a new LocalCluster of ``workers`` (default: CPUs) one-thread
+    workers."""
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError:
@@ -177,11 +185,16 @@ def connect(client=None, scheduler=None, workers=None, processes=True):
     if client is not None:
         return client, []
     if scheduler:
-        try:
-            c = Client(scheduler)
-        except (OSError, TimeoutError) as e:
-            raise ValueError(f"--scheduler {scheduler}: cannot connect ({e})") from None
-        return c, [c]
+        import threading
+        got = []                     # Client(timeout=) bounds the connection, not a handshake left unanswered:
+        t = threading.Thread(target=lambda: got.append(_client(Client, scheduler, timeout)), daemon=True)
+        t.start()                    # so the whole connection runs in a thread given `timeout` seconds
+        t.join(timeout + 1.0)
+        if not got:
+            raise ValueError(f"--scheduler {scheduler}: no answer within {timeout:g} s (--scheduler-timeout)")
+        if isinstance(got[0], Exception):
+            raise ValueError(f"--scheduler {scheduler}: cannot connect ({' '.join(str(got[0]).split())[:200]})")
+        return got[0], [got[0]]
     n = workers or max(1, os.cpu_count() or 1)
     cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=processes, dashboard_address=None)
     c = Client(cluster)
@@ -207,7 +220,7 @@ def sweep(model, params, t_end: float, dt: float, integrator: Optional[str] = No
     from .integrate import start_state
     from .system import build
     names, values = grid(params)
-    for row in values:                     # every combination checked before anything is built or started
+    for row in checked_rows(params, values) if isinstance(params, dict) else values:   # before anything starts
         with_params(model, names, row)
     t_start = time.perf_counter()
     system = build(model, algorithm, ref_point=ref_point, cache_dir=cache_dir, **(options or {}))
@@ -242,9 +255,18 @@ def sweep(model, params, t_end: float, dt: float, integrator: Optional[str] = No
         from dask.distributed import as_completed
         from tqdm import tqdm
         ok, err, wall, loads = np.ones(runs, bool), [""] * runs, np.zeros(runs), {}
+        index = {f.key: k for k, f in enumerate(futures)}
         with tqdm(total=runs, desc=f"sweep {model.name}", unit="run", disable=not progress) as bar:
             for f in as_completed(futures):
-                r = f.result()
+                try:
+                    r = f.result()
+                except Exception as e:           # its worker died (KilledWorker after Dask's retries) or the task
+                    k = index[f.key]             # failed outside the run: this run marked failed, the others kept
+                    store.put(k, {name: np.full(v.shape, np.nan) for name, v in template.items()})
+                    ok[k], err[k] = False, f"the run's task failed: {type(e).__name__}: {' '.join(str(e).split())[:200]}"
+                    f.release()
+                    bar.update(1)
+                    continue
                 store.put(r["index"], r["arrays"])
                 k = r["index"]
                 ok[k], err[k], wall[k] = not r["error"], r["error"], r["wall"]

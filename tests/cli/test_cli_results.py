@@ -70,3 +70,25 @@ def test_branch_spec_with_mstmm_writes_joint_wrenches(tmp_path, capsys):
     assert np.allclose(W, z["joint_wrench"][0], rtol=1e-12, atol=1e-12)
     assert main(["check", "branch:12"]) == 2
     assert "odd N >= 13" in capsys.readouterr().err
+
+
+def test_writers_of_one_folder_take_turns(tmp_path):
+    """simulate writes its NPZ, CSV and PNG under an advisory lock on the output folder: a second run writing the
+    same --out waits for the first, so the files are all of one run (the later), never a mixture."""
+    import fcntl
+    import subprocess
+    import sys
+    import time
+    from support.systems import ROOT, get_system
+    get_system(codegen.models.chain(1))                         # from the cache in the subprocess
+    fd = os.open(tmp_path, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)                              # another writer holds the folder
+    p = subprocess.Popen([sys.executable, "-m", "codegen.cli", "simulate", "chain:1", "--t-end", "0.1", "--csv",
+                          "--out", str(tmp_path / "r.npz"), "--quiet"], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(4.0)
+    assert p.poll() is None and not (tmp_path / "r.npz").exists()   # waiting, nothing written
+    os.close(fd)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert sorted(os.listdir(tmp_path)) == ["r.csv", "r.npz"]

@@ -81,6 +81,24 @@ def test_a_diverging_run_is_marked_and_the_others_kept():
     assert np.isfinite(res["q"][0]).all() and np.isnan(res["q"][1, -1]).all() and np.isfinite(res["q"][1, 0]).all()
 
 
+def test_a_run_whose_task_dies_is_marked_and_the_others_kept(monkeypatch):
+    """A task that fails outside its simulation (its worker killed: Dask's KilledWorker after its retries) marks
+    that run failed with NaN rows and the reason; the other runs are kept and returned."""
+    import codegen.runtime.sweep as sw
+    real = sw.run_task
+
+    def dying(model, spec, names, values, index, *args):
+        if index == 1:
+            raise RuntimeError("worker killed (simulated)")
+        return real(model, spec, names, values, index, *args)
+    monkeypatch.setattr(sw, "run_task", dying)
+    res = codegen.sweep(codegen.models.chain(2), {"gravity.1": [-9.81, -5.0, -1.62]}, t_end=0.1, dt=0.01, workers=1,
+                        processes=False, fields=["q"])
+    assert list(res["ok"]) == [True, False, True] and res["meta"]["failed"] == 1
+    assert "worker killed (simulated)" in res["error"][1] and np.isnan(res["q"][1]).all()
+    assert np.isfinite(res["q"][[0, 2]]).all()
+
+
 def test_beam_model_sweep():
     """Beam numbers are parameters too; each run passes the beam-model checks of a file and equals its single run."""
     flex = codegen.load_model(EXAMPLES / "flexible_pendulum.yaml")
@@ -119,7 +137,7 @@ def test_paths_and_values_are_checked(m1):
             parse_values(text, "gravity.1")
     with pytest.raises(ParamError, match=r"100,000 x 100,000 = 10,000,000,000 runs: above the limit"):
         grid({"gravity.0": np.zeros(10 ** 5), "gravity.1": np.zeros(10 ** 5)})    # refused before the grid is made
-    from codegen.cli.sweep import checked_rows
+    from codegen.runtime.params import checked_rows
     big = {"bodies.body1.mass": np.linspace(1, 2, 50), "gravity.1": np.linspace(-10, -1, 40)}
     rows = checked_rows(big, grid(big)[1], every_up_to=1000)                      # 2000 runs: each value, corners
     assert len(rows) == 50 + 40 + 4 and [1.0, -1.0] in [list(r) for r in rows]
@@ -169,3 +187,21 @@ def test_process_workers(m1, tmp_path):
     loads = res["meta"]["kernel_loads"]
     assert res["ok"].all() and sum(loads.values()) == len(loads) <= 2
     assert len({w.split(":")[0] for w in loads}) == len(loads)            # other processes, one thread each
+
+
+def test_a_scheduler_that_never_answers_times_out(tmp_path, capsys):
+    """--scheduler at an address that accepts the connection and never answers: exit 2 after
+    --scheduler-timeout, naming the address, before anything is built."""
+    import socket
+    import time
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(4)
+        address = f"tcp://127.0.0.1:{srv.getsockname()[1]}"
+        t0 = time.perf_counter()
+        assert main(["sweep", "chain:1", "--set", "gravity.1=-9.81,-1.62", "--t-end", "0.01", "--quiet",
+                     "--scheduler", address, "--scheduler-timeout", "2", "--out", str(tmp_path / "s.npz")]) == 2
+        assert time.perf_counter() - t0 < 10
+    err = capsys.readouterr().err
+    assert f"--scheduler {address}: no answer within 2 s (--scheduler-timeout)" in err
+    assert not (tmp_path / "s.npz").exists()
