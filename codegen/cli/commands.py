@@ -111,7 +111,8 @@ def cmd_source(args):
 
 
 def cmd_cache(args):
-    from ..compiler.cache import cache_entries, clean_cache, default_cache_dir, temp_folders
+    from ..compiler.cache import default_cache_dir
+    from ..compiler.housekeeping import cache_entries, clean_cache, temp_folders
 
     def size(n):
         for unit in ("B", "kB", "MB", "GB"):

@@ -194,6 +194,12 @@ def connect(client=None, scheduler=None, workers=None, processes=True, timeout: 
             raise ValueError(f"--scheduler {scheduler}: no answer within {timeout:g} s (--scheduler-timeout)")
         if isinstance(got[0], Exception):
             raise ValueError(f"--scheduler {scheduler}: cannot connect ({' '.join(str(got[0]).split())[:200]})")
+        try:
+            got[0].wait_for_workers(1, timeout=timeout)
+        except (TimeoutError, OSError):
+            got[0].close()
+            raise ValueError(f"--scheduler {scheduler}: the scheduler has no workers (none joined within {timeout:g} s, "
+                             f"--scheduler-timeout)") from None
         return got[0], [got[0]]
     n = workers or max(1, os.cpu_count() or 1)
     cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=processes, dashboard_address=None)

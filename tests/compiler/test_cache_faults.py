@@ -348,3 +348,29 @@ def test_cache_cli_info_and_clean(tiny_entry, tmp_path, capsys):
     assert "0 entries, 0 B" in capsys.readouterr().out
     assert main(["cache", "clean", "--older-than", "-1", "--cache-dir", c]) == 2
     assert "--older-than" in capsys.readouterr().err
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    """A 64 kB tmpfs (full after the first few files), where this process may mount one (root on Linux)."""
+    mnt = tmp_path / "fs"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def test_a_full_or_read_only_cache_file_system_is_named(small_tmpfs, capsys):
+    """The compiler's output does not fit (ENOSPC), or the cache cannot be created (EROFS): exit 2 naming the cache
+    folder and what to do, no traceback, no temporary folder left."""
+    argv = ["simulate", "chain:2", "--t-end", "0.01", "--quiet", "--out", str(small_tmpfs.parent / "r.npz")]
+    assert main(argv + ["--cache-dir", str(small_tmpfs / "c")]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot write the build cache {small_tmpfs / 'c'}: No space left on device" in err, err
+    assert [e for e in os.listdir(small_tmpfs / "c") if e.startswith(".")] == []
+    assert subprocess.run(["mount", "-o", "remount,ro", str(small_tmpfs)], capture_output=True).returncode == 0
+    assert main(argv + ["--cache-dir", str(small_tmpfs / "c2")]) == 2
+    assert "cannot be created: Read-only file system" in capsys.readouterr().err

@@ -205,3 +205,12 @@ def test_a_scheduler_that_never_answers_times_out(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"--scheduler {address}: no answer within 2 s (--scheduler-timeout)" in err
     assert not (tmp_path / "s.npz").exists()
+
+
+def test_a_scheduler_without_workers_is_named(tmp_path, capsys):
+    from dask.distributed import LocalCluster
+    with LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cluster:
+        assert main(["sweep", "chain:1", "--set", "gravity.1=-9.81,-1.62", "--t-end", "0.01", "--quiet",
+                     "--scheduler", cluster.scheduler_address, "--scheduler-timeout", "1",
+                     "--out", str(tmp_path / "s.npz")]) == 2
+    assert "the scheduler has no workers (none joined within 1 s" in capsys.readouterr().err
