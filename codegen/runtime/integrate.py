@@ -70,7 +70,7 @@ def _progress_bar(total, label, progress):
     return tqdm(total=total, desc=label, unit="sample", leave=False)
 
 
-def integrate_chunks(kernel, x, ts, integrator, substeps, rtol, atol, h_max, label, progress, other=None):
+def integrate_chunks(kernel, x, ts, integrator, substeps, rtol, atol, h_max, label, progress, other=None, work=None):
     """Run a compiled integrator from state x over the sample times ts (ts[0] = 0) in about 100 chunks, so
     that a progress bar can move; every step runs inside the kernel. Returns (X, stats, wall seconds, fail):
     X the state at each sample, stats [rhs evaluations, steps, rejected steps or Newton iterations, ...].
@@ -78,7 +78,9 @@ def integrate_chunks(kernel, x, ts, integrator, substeps, rtol, atol, h_max, lab
 
     fail is None, or (the kernel stopped at a divergence; the rows of X from fail["sample"] on are NaN) a dict:
     code (kernel fail_code), t, sample (index into ts of the first sample not written), index (the state
-    component the kernel named, or -1), state (rk4, hht: the bad state the step produced; dopri5: None)."""
+    component the kernel named, or -1), state (rk4, hht: the bad state the step produced; dopri5: None).
+    work (len(ts) float64, optional): filled with the work of the non-conservative forces at every sample, integrated
+    by rk4 and dopri5 with their own steps (kernel.wnc, dW/dt = kernel.pnc)."""
     ns, dt, t_end = len(ts) - 1, ts[1] - ts[0], ts[-1]
     X = np.full((ns + 1, len(x)), np.nan)
     X[0] = x
@@ -87,20 +89,23 @@ def integrate_chunks(kernel, x, ts, integrator, substeps, rtol, atol, h_max, lab
     h = min(dt, 1e-3) if h_max is None else min(dt, h_max)
     t = 0.0
     fail = None
+    kernel.wnc = 0.0
     wall = time.perf_counter()
     with _progress_bar(ns, label, progress) as bar:
         k = 0
         while k < ns:
             m = min(chunk, ns - k)
             if integrator == "rk4":
-                out, nok = kernel.run_rk4(ts[k], x, dt / substeps, m, substeps)
+                out, nok = kernel.run_rk4(ts[k], x, dt / substeps, m, substeps,
+                                          None if work is None else work[k + 1:k + 1 + m])
                 X[k + 1:k + 1 + m] = out
                 done = m if not kernel.fail_code else nok + 1
                 stats[0] += 4 * done * substeps
                 stats[1] += done * substeps
             elif integrator == "dopri5":
                 out, t, h, st, nok = kernel.run_dopri5(t, x, h, ts[k + 1:k + 1 + m], rtol, atol,
-                                                       h_max if h_max else t_end)
+                                                       h_max if h_max else t_end,
+                                                       None if work is None else work[k + 1:k + 1 + m])
                 X[k + 1:k + 1 + m] = out
                 stats[:3] += np.asarray(st)
             else:
@@ -209,17 +214,22 @@ def cumulative_work(P, t):
 
 def energy_balance(system, res) -> dict:
     """Energy monitor of a run: value = max_t |E(t) - E0 - W(t)| / max(max|T|, max|V|, |E0|), W the work of the
-    applied non-conservative forces (cumulative_work of System.applied_power).  Returns {"value", "change"
-    (E(end) - E0), "work" (W(end), None if unknown), "conservative" (no such forces)}; value is None when the
-    work is not known (a force hook)."""
+    applied non-conservative forces: result.extra["work"], integrated inside the compiled rk4 or dopri5 with the
+    run's own steps (so a coarse sampling does not count as an energy error), else (hht, GCL runs) the
+    cumulative_work of System.applied_power at the samples.  Returns {"value", "change" (E(end) - E0), "work"
+    (W(end), None if unknown), "conservative" (no such forces)}; value is None when the work is not known (a
+    force hook without the compiled work)."""
     E = res.energy_total
     T, V = res.energy_kinetic, res.energy_potential
     change = float(E[-1] - E[0])
-    P = system.applied_power(res)
-    if P is None:
-        return {"value": None, "change": change, "work": None, "conservative": False}
     conservative = system.conservative()
-    W = cumulative_work(P, res.t)
+    if "work" in res.extra:                  # integrated by the compiled integrator with its own steps
+        W = res.extra["work"]
+    else:                                    # (hht, a GCL run): quadrature of the sampled power
+        P = system.applied_power(res)
+        if P is None:
+            return {"value": None, "change": change, "work": None, "conservative": False}
+        W = cumulative_work(P, res.t)
     scale = max(float(np.abs(T).max()), float(np.abs(V).max()), abs(float(E[0])))
     err = float(np.abs(E - E[0] - W).max())
     value = 0.0 if scale == 0 else err / scale
@@ -248,16 +258,20 @@ def runaway(system, res, X):
                                   "actuator_force", "limit_force", "friction_force", "tendon_force", "tendon_length",
                                   "tendon_velocity")})
         with np.errstate(all="ignore"):
-            P = system.applied_power(pre)
-            if P is not None:
+            if "work" in res.extra:                      # the compiled integrator's own (exact to its order)
+                W, slack = res.extra["work"][:n], 0.0
+            else:
+                P = system.applied_power(pre)
                 # causal (trapezoidal) W: a stencil reaching past sample k would mix later garbage into W(t_k)
-                W = np.concatenate([[0.0], np.cumsum(0.5 * (P[1:] + P[:-1]) * np.diff(ts[:n]))])
+                W = None if P is None else np.concatenate([[0.0], np.cumsum(0.5 * (P[1:] + P[:-1]) * np.diff(ts[:n]))])
+                if W is not None:
+                    # joint forces: their W is a quadrature of sampled power, as uncertain as the work that went
+                    # through in all (a step force between two samples): that much slack on top
+                    absP = np.abs(system.applied_power(pre, joint_forces_only=True))
+                    slack = np.concatenate([[0.0], np.cumsum(np.maximum(absP[1:], absP[:-1]) * np.diff(ts[:n]))])
+            if W is not None:
                 gain = E[:n] - E[0] - W
                 scale = np.maximum.accumulate(np.maximum(np.maximum(np.abs(T[:n]), np.abs(V[:n])), abs(E[0])))
-                # joint forces: their W is a quadrature of sampled power, as uncertain as the work that went
-                # through in all (a step force between two samples): that much slack on top
-                absP = np.abs(system.applied_power(pre, joint_forces_only=True))
-                slack = np.concatenate([[0.0], np.cumsum(np.maximum(absP[1:], absP[:-1]) * np.diff(ts[:n]))])
                 over = gain > RUNAWAY_GAIN * scale + slack
                 over[0] = False
                 if over.any():

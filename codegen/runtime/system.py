@@ -45,6 +45,7 @@ class Run:
     switching: Optional[str]
     stable: Optional[float] = None      # the estimated stable rk4 step (beam models), else None
     nfact: int = 0                      # HHT: factorizations of the iteration matrix
+    work: Optional[np.ndarray] = None   # the work of the non-conservative forces at the samples (compiled rk4, dopri5)
 
     @property
     def h(self):
@@ -157,8 +158,9 @@ class System(Derivatives):
 
     def _integrate(self, x, ts, run: Run, other=None):
         """(X, stats, wall, fail) of the compiled integration over the sample times ts."""
+        run.work = np.zeros(len(ts)) if run.integrator in ("rk4", "dopri5") else None
         return integrate_chunks(self.kernel, x, ts, run.integrator, run.substeps, run.rtol, run.atol, run.h_max,
-                                f"simulate {self.model.name}", run.progress, other=other)
+                                f"simulate {self.model.name}", run.progress, other=other, work=run.work)
 
     def _finish_run(self, meta, run: Run, stats, fail):
         """Family entries of a run's meta (stats: integrate_chunks'); returns the fail dict (in the family's
@@ -310,7 +312,7 @@ class System(Derivatives):
             meta["rk4_stable_step"] = run.stable if math.isfinite(run.stable) else None
         fail = self._finish_run(meta, run, stats, fail)
         n = fail["sample"] if fail else len(ts)
-        res = self._result(X[:n], ts[:n], meta, run)
+        res = self._with_work(self._result(X[:n], ts[:n], meta, run), run, n)
         fail = runaway(self, res, X[:n]) or fail   # finite states whose energy ran away: an earlier failure
         if fail:
             err = divergence(self, fail, X, ts, run.integrator, run.h, run.stable)
@@ -318,7 +320,7 @@ class System(Derivatives):
                 raise err
             n = fail["sample"]
             meta.update(partial=True, diverged_at=err.t, diverged=str(err))
-            res = self._result(X[:n], ts[:n], meta, run)      # (X[:n]: the joint wrenches too)
+            res = self._with_work(self._result(X[:n], ts[:n], meta, run), run, n)   # (X[:n]: the joint wrenches too)
             err.partial = res
             res.divergence = err
             return res
@@ -327,6 +329,17 @@ class System(Derivatives):
         if check_energy is not None:
             meta["energy_check"] = {"tol": check_energy, "value": en["value"],
                                     "passed": None if en["value"] is None else bool(en["value"] <= check_energy)}
+        return res
+
+
+    @staticmethod
+    def _with_work(res, run: Run, n: int):
+        """result.extra["work"]: the work [J] of the non-conservative forces from t = 0 at every sample (dampers,
+        joint forces, actuators, limits, friction, the tendons' dampers and limits, feedback, the force hook),
+        integrated inside the compiled integrator with its own steps, so the energy balance measures the
+        integrator, not the sampling."""
+        if run.work is not None:
+            res.extra["work"] = run.work[:n].copy()
         return res
 
 

@@ -228,8 +228,9 @@ class TreeSystem(System):
     # ---------------------------------------------------------------- energy
     def conservative(self) -> bool:
         m = self.model
-        return not (any(np.any(sp.damping) for sp in m.springs) or m.joint_forces
-                    or any(ps.damping for ps in m.point_springs) or self.feedback is not None)
+        return not (any(np.any(sp.damping) for sp in m.springs) or m.joint_forces or m.actuators or self.plan.frictions
+                    or any(ps.damping for ps in m.point_springs) or self.feedback is not None
+                    or m.tau_hook is not None)
 
     def applied_power(self, res, joint_forces_only: bool = False):
         """Power of the non-conservative applied forces at the samples (W), or None when it is not known (a
