@@ -25,12 +25,15 @@ class Result:
 
     @property
     def energy_total(self):
+        """Kinetic plus potential energy at every sample, shape (nt,), in J."""
         return self.energy_kinetic + self.energy_potential
 
     def coord(self, name: str) -> np.ndarray:
+        """One coordinate over time, shape (nt,), by its name (``JOINT.DOF``, e.g. ``"hinge3.angle"``)."""
         return self.q[:, self.coord_names.index(name)]
 
     def arrays(self) -> dict:
+        """Every array of the NPZ by its key (the metadata as a JSON string under ``meta``)."""
         d = {"t": self.t, "q": self.q, "u": self.u, "coord_names": np.array(self.coord_names),
              "velocity_names": np.array(self.velocity_names), "body_names": np.array(self.body_names),
              "body_com": self.body_com, "body_quat": self.body_quat, "energy_kinetic": self.energy_kinetic,
@@ -65,13 +68,16 @@ class Result:
 
     @property
     def node_names(self):
+        """Beam models: the names of the beam nodes (``BEAM.nK``, the last node of the last beam ``tip``)."""
         return [str(s) for s in self.extra["node_names"]]
 
     @property
     def node_pos(self):
+        """Beam models: node positions, shape (nt, n_nodes, 2), in m."""
         return self.extra["node_pos"]
 
     def node(self, name: str) -> np.ndarray:
+        """Beam models: one node's position over time, shape (nt, 2), in m."""
         return self.node_pos[:, self.node_names.index(name)]
 
     def plot(self, path) -> str:

@@ -191,6 +191,7 @@ class System(Derivatives):
 
     @property
     def integrators(self):
+        """The integrators this system's module compiles (e.g. ``("rk4", "dopri5")``; beams add ``"hht"``)."""
         return self.family.integrators
 
     def _kernels(self):
@@ -219,6 +220,7 @@ class System(Derivatives):
         return q, u
 
     def initial_state(self):
+        """The model's initial state ``(q0, u0)``: arrays of shape (nq,) and (nv,)."""
         return self.model.initial_state()
 
     # ---------------------------------------------------------------- simulation
