@@ -1,4 +1,4 @@
-"""Command line: mbgen check | build | simulate | animate | sweep | inspect | source | export | schema | cache.
+"""Command line: mbgen check | build | simulate | animate | sweep | inspect | source | export | export-c | schema | cache.
 One module per group of commands, each with a ``register(subparsers)``; ``parser`` lists them in the order
 of ``mbgen --help``.
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import animate, commands, elements, export, schema, simulate, sweep
+from . import animate, commands, elements, export, export_c, schema, simulate, sweep
 from .common import BAD_INPUT, Formatter, check_output_size, default_stem, load_spec, safe_stem, validate_args
 from .simulate import DIVERGED, ENERGY_CHECK_FAILED, SIMULATION_DEFAULTS, cmd_simulate
 from .simulate import energy_text as _energy_text  # noqa: F401  (name used by tests)
@@ -43,6 +43,7 @@ def parser():
     elements.register(sub)          # inspect
     commands.register_source(sub)
     export.register(sub)
+    export_c.register(sub)
     schema.register(sub)
     commands.register_cache(sub)
     return p

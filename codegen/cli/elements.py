@@ -25,6 +25,8 @@ DESCRIPTIONS = {
 
 # what each family offers of forward/inverse_dynamics_derivatives, linearize and rollout sensitivities
 DERIVATIVES = {"grcr": "no (closed loops: build the tree with recursive)", "rancf": "no (flexible beams)"}
+C_EXPORT = ("yes: mbgen export-c (standalone C99 and CasADi external functions; rigid trees with gravity, armature, "
+            "joint spring-dampers and joint forces)")
 DERIVATIVES_TREES = ("analytical (trees without cut joints or point springs; compiled with build(..., derivatives=True) "
                      "or on first use)")
 
@@ -85,6 +87,7 @@ def inspect_registry():
 def print_algorithms():
     """Every registered algorithm family: name, paper, options, model kind, joint types, integrators."""
     from ..algorithms import FAMILIES
+    from ..compiler.export_c import EXPORT_FAMILIES
     for f in FAMILIES.values():
         opts = ", ".join(f"{k}={'|'.join(v)} (default {v[0]})" for k, v in f.options.items()) or "-"
         print(f"{f.name}: {f.description}")
@@ -96,6 +99,7 @@ def print_algorithms():
         print(f"  options:     {opts}")
         print(f"  integrators: {', '.join(f.integrators)}")
         print(f"  derivatives: {DERIVATIVES.get(f.name, DERIVATIVES_TREES)}")
+        print(f"  C export:    {C_EXPORT if f.name in EXPORT_FAMILIES else 'no (mbgen export-c: recursive only for now)'}")
         print(f"  template:    templates/{f.template}")
 
 

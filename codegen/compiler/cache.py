@@ -70,13 +70,22 @@ def _toolchain_fingerprint() -> str:
                        sysconfig.get_config_var("EXT_SUFFIX"), _dist_version("numpy")])
 
 
+# sources that never reach a Cython module: the standalone C export's templates and modules
+_NOT_IN_MODULES = ("c/", "compiler/export_c.py", "compiler/c_emit.py")
+
+
 @lru_cache(maxsize=None)
 def _source_fingerprint() -> str:
+    """Hash of every source a generated module depends on (templates, model, symbolic, algorithms, compiler), so
+    that any change to them rebuilds the cached modules; the C export's own files are left out."""
     h = hashlib.sha256()
     files = sorted(template_dir().rglob("*.j2")) + \
         [f for layer in ("model", "symbolic", "algorithms", "compiler") for f in sorted((PACKAGE_DIR / layer).rglob("*.py"))]
     for f in files:
-        h.update(f.as_posix().split("/templates/")[-1].split("/codegen/")[-1].encode())
+        rel = f.as_posix().split("/templates/")[-1].split("/codegen/")[-1]
+        if rel.startswith(_NOT_IN_MODULES):
+            continue
+        h.update(rel.encode())
         h.update(f.read_bytes())
     return h.hexdigest()
 

@@ -1,0 +1,133 @@
+"""Print the sympy kernels of the rigid-tree families as C99 functions (the standalone C export, issue 26).
+
+The kernels are the ones the Cython modules compile: ``codegen.symbolic.articulated`` (Kang & Yoon's spatial algebra),
+``codegen.symbolic.body_kernels`` (world kinematics and Newton-Euler per body pattern) and the joint helpers of
+``codegen.symbolic.joints`` (qdot). Their statements come from the same CSE, in the same order, printed by the same
+sympy C99 printer; the Cython text has exactly two statement forms, which this module turns into C:
+
+    cdef double NAME = EXPR          ->   const double NAME = EXPR;
+    ARRAY[INDEX] OP EXPR             ->   ARRAY[INDEX] OP EXPR;          (OP: =, +=, -=)
+
+Any other line is refused (``CEmitError``), so a change of the kernel printer cannot slip through as wrong C.
+Every parameter and named local is marked used (``(void)x;``): a specialised kernel may not read all of them, and the export
+compiles with -Wall -Wextra -Werror.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, List, Sequence, Tuple
+
+from .render import comment
+
+_DECL = re.compile(r"^cdef double ([A-Za-z_]\w*) = (.+)$")
+_ASSIGN = re.compile(r"^([A-Za-z_]\w*\[\d+\]) (=|\+=|-=) (.+)$")
+_PLAIN = re.compile(r"^([A-Za-z_]\w*) = (.+)$")                 # joints.c_assignments temporaries: "x0 = expr"
+_EXPR_OK = re.compile(r"^[A-Za-z0-9_\[\]\(\)\.\+\-\*/, ]+$")       # what the C99 printer produces for these kernels
+_PARAM = re.compile(r"^(const double\*|double\*|double) ([A-Za-z_]\w*)$")
+
+
+class CEmitError(ValueError):
+    """A kernel line that is not one of the two statement forms (or an expression with unexpected characters)."""
+
+
+def c_comment(text) -> str:
+    """A string (user text or our own docs) made safe inside a one-line C block comment that closes on the same
+    line: the ``comment`` filter (printable ASCII only, so no line break; no comment delimiters) and no trigraph
+    (``??``). A backslash stays: it only splices lines when a line break follows it, and none can."""
+    s = comment(text)
+    while "??" in s:
+        s = s.replace("??", "? ?")
+    return s
+
+
+def _expr(e: str, where: str) -> str:
+    if not _EXPR_OK.match(e) or "**" in e:
+        raise CEmitError(f"{where}: unexpected characters in the printed expression {e[:80]!r}")
+    return e
+
+
+def c_statement(line: str, where: str = "kernel") -> str:
+    """One Cython statement of a kernel as C."""
+    m = _DECL.match(line)
+    if m:
+        return f"const double {m.group(1)} = {_expr(m.group(2), where)};"
+    m = _ASSIGN.match(line)
+    if m:
+        return f"{m.group(1)} {m.group(2)} {_expr(m.group(3), where)};"
+    raise CEmitError(f"{where}: not a kernel statement: {line[:80]!r}")
+
+
+def param_names(params: str) -> List[str]:
+    """The parameter names of a kernel's C parameter list ('const double* H, double m, ...')."""
+    if not params.strip():
+        return []
+    out = []
+    for p in params.split(", "):
+        m = _PARAM.match(p.strip())
+        if not m:
+            raise CEmitError(f"unexpected kernel parameter {p!r}")
+        out.append(m.group(2))
+    return out
+
+
+@dataclass(frozen=True)
+class CFunction:
+    """One kernel as C: its name, a comment (equation and what it computes), the full definition."""
+    name: str
+    doc: str
+    text: str
+
+
+def c_kernel(k) -> CFunction:
+    """A ``KernelCode`` (name, equation, doc, params, Cython lines) as a static inline C99 function."""
+    names = param_names(k.params)
+    stmts = [c_statement(ln, k.name) for ln in k.lines]
+    text = "\n".join(stmts)
+    unread = [m.group(1) for ln in k.lines if (m := _DECL.match(ln))           # a named local sympy left unread
+              and len(re.findall(rf"\b{m.group(1)}\b", text)) == 1]
+    body = ["(void)" + n + ";" for n in names] + stmts + ["(void)" + n + ";" for n in unread]
+    doc = c_comment(f"{k.equation}. {k.doc}")
+    text = (f"static inline void {k.name}({k.params or 'void'})\n{{\n"
+            + "".join(f"    {ln}\n" for ln in body) + "}\n")
+    return CFunction(k.name, doc, text)
+
+
+def c_assignment_block(block: Tuple[Sequence[str], Sequence[str]], where: str) -> List[str]:
+    """(temporaries, assignments) of ``codegen.symbolic.joints.c_assignments`` as C statements."""
+    temps, lines = block
+    out = []
+    for t in temps:
+        m = _PLAIN.match(t)
+        if not m:
+            raise CEmitError(f"{where}: not a temporary: {t[:80]!r}")
+        out.append(f"const double {m.group(1)} = {_expr(m.group(2), where)};")
+    out += [c_statement(ln, where) for ln in lines]
+    return out
+
+
+def c_qdot(jtype: str) -> CFunction:
+    """qdot = G(q) u of one joint type (``codegen.symbolic.joints.jcalc_code``) as a C function."""
+    from ..symbolic.joints import jcalc_code
+    body = ["(void)q;", "(void)u;", "(void)qd;"] + c_assignment_block(jcalc_code(jtype)["qdot"], f"qdot_{jtype}")
+    text = (f"static inline void qdot_{jtype}(const double* q, const double* u, double* qd)\n{{\n"
+            + "".join(f"    {ln}\n" for ln in body) + "}\n")
+    return CFunction(f"qdot_{jtype}", f"kinematic map qdot = G(q) u of a {jtype} joint (Kang & Yoon eq 16)", text)
+
+
+def c_literal(x: float) -> str:
+    """A double as a C literal that reads back exactly (repr: shortest round trip)."""
+    import math
+    x = float(x)
+    if math.isnan(x):
+        return "NAN"
+    if math.isinf(x):
+        return "INFINITY" if x > 0 else "-INFINITY"
+    s = repr(x)
+    return s if any(c in s for c in ".e") else s + ".0"
+
+
+def c_array_rows(values: Iterable[float], per_row: int = 4) -> List[str]:
+    """Values as rows of C literals (for an initialiser)."""
+    vals = [c_literal(v) for v in values]
+    return [", ".join(vals[k:k + per_row]) for k in range(0, len(vals), per_row)]
