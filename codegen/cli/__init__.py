@@ -57,14 +57,23 @@ def _on_sigterm(signum, frame):
     raise Terminated()
 
 
+def _one_line_warning(message, category, filename, lineno, line=None) -> str:
+    """A warning as the command line prints it: one line, without the source line Python adds."""
+    text = " ".join(str(message).split())
+    return f"mbgen: warning: {text[7:] if text.startswith('mbgen: ') else text}\n"
+
+
 def main(argv=None) -> int:
     import signal
     import threading
+    import warnings
     main_thread = threading.current_thread() is threading.main_thread()
     old = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
+    old_format, warnings.formatwarning = warnings.formatwarning, _one_line_warning
     try:
         return _main(argv)
     finally:
+        warnings.formatwarning = old_format
         if main_thread:
             signal.signal(signal.SIGTERM, old)
 
@@ -96,4 +105,8 @@ def _main(argv=None) -> int:
     except BrokenPipeError:          # e.g. `mbgen inspect ... | head`
         sys.stderr.close()
         return 0
+    except OSError as e:             # a full or read-only file system, a quota, ... where a file is written
+        where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+        print(f"mbgen: error: {where}{e.strerror or e} (a full or read-only file system?)", file=sys.stderr)
+        return BAD_INPUT
     return rc or 0

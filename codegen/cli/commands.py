@@ -112,7 +112,7 @@ def cmd_source(args):
 
 def cmd_cache(args):
     from ..compiler.cache import default_cache_dir
-    from ..compiler.housekeeping import cache_entries, clean_cache, temp_folders
+    from ..compiler.housekeeping import cache_entries, clean_cache, strangers, temp_folders
 
     def size(n):
         for unit in ("B", "kB", "MB", "GB"):
@@ -126,7 +126,15 @@ def cmd_cache(args):
     def printable(v):                              # names come from model files: no control characters
         return "-" if v is None else "".join(c if c.isprintable() else "?" for c in str(v))[:60]
 
+    def report_strangers():                        # symbolic links, FIFOs, foreign entries: never followed
+        odd = strangers(cache)
+        if odd:
+            print(f"  left alone: {len(odd)} item(s) no build made (remove them yourself): "
+                  + "; ".join(f"{printable(n)}: {w}" for n, w in odd[:10]) + ("; ..." if len(odd) > 10 else ""))
+
     cache = args.cache_dir or str(default_cache_dir())
+    if os.path.lexists(cache) and not os.path.isdir(cache):
+        raise ValueError(f"cache folder {cache} is not a folder (set MBGEN_CACHE_DIR or --cache-dir to a folder)")
     if args.action == "info":
         entries, temps = cache_entries(cache), temp_folders(cache)
         print(f"cache: {cache}{'' if os.path.isdir(cache) else ' (does not exist yet)'}\n"
@@ -135,9 +143,11 @@ def cmd_cache(args):
         for e in entries:
             label = printable(e["model"]) + (f" [{e['algorithm']}]" if e["algorithm"] else "")
             print(f"  {e['key']}  {size(e['size']):>9}  {age(e['age_s']):>8}  {label}  {printable(e['module'])}")
+        report_strangers()
         return
     done = clean_cache(cache, older_than_days=args.older_than)
     print(f"cache: {cache}\n  removed {len(done['entries'])} entries and {len(done['temp'])} temporary folders, "
           f"freed {size(done['freed'])}")
     if done["busy"]:
         print(f"  skipped {len(done['busy'])} entries being built: {', '.join(done['busy'])}")
+    report_strangers()

@@ -179,6 +179,14 @@ def check_out_folder(path: str, option: str):
         raise ValueError(f"{option} {path}: cannot write into {probe} ({e.strerror or e})") from None
 
 
+WORKERS_PER_CPU = 4          # --workers of a LocalCluster: at most this many per CPU
+MAX_FPS = 1000.0             # --fps of animations (a GIF stores 10 ms steps; players show no more)
+
+
+def max_workers() -> int:
+    return WORKERS_PER_CPU * (os.cpu_count() or 1)
+
+
 def validate_args(args):
     """Values of the command line, checked before any model is loaded or built (ValueError: exit 2).
     Checks that need the model (the projected output size) are in check_output_size."""
@@ -208,6 +216,13 @@ def validate_args(args):
         v = get(name)
         if v is not None and v < 1:
             raise ValueError(f"{opt} must be a positive integer, got {v}")
+    workers, cpus = get("workers"), os.cpu_count() or 1
+    if workers is not None and workers > max_workers():     # each a process: 10^5 of them never start
+        raise ValueError(f"--workers {workers}: more than {max_workers()} LocalCluster processes ({WORKERS_PER_CPU} "
+                         f"per CPU, {cpus} CPUs here); more workers than CPUs only add start-up time and memory")
+    fps = get("fps")
+    if fps is not None and fps > MAX_FPS:
+        raise ValueError(f"--fps must lie in (0, {MAX_FPS:g}], got {fps:g}")
     rtol = get("rtol")
     if rtol is not None and not (0 < rtol < 1):
         raise ValueError(f"--rtol must lie in (0, 1), got {rtol:g}")

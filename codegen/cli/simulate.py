@@ -6,7 +6,8 @@ import math
 import os
 import sys
 
-from .common import Formatter, add_model_args, build_options, check_output_size, default_stem, load_spec, output_lock
+from .common import (Formatter, add_model_args, build_options, check_out_path, check_output_size, default_stem,
+                     load_spec, output_lock)
 
 # simulate: built-in defaults; the value used is the command-line option, else the model file's `simulation:`
 # section, else this
@@ -180,6 +181,9 @@ def cmd_simulate(args):
                 raise ValueError(f"--{name}: the model has no closed loops (no `loops:` section)")
             extra[name] = getattr(args, name)
     out = args.out or default_out(args, m, integ, origin, auto)
+    if args.out is None:                           # (a given --out is checked with the options)
+        sides = (".csv",) * bool(args.csv) + (".png",) * bool(args.plot) + (".mp4",) * bool(args.animate)
+        check_out_path(out, "the default --out", sides)     # e.g. `results` a file here: before the run
     try:
         res = s.simulate(opt["t_end"], opt["dt"], integrator=integ, rtol=opt["rtol"], atol=opt["atol"],
                          substeps=opt["substeps"], progress=not args.quiet, check_energy=opt["check_energy"],
@@ -189,6 +193,17 @@ def cmd_simulate(args):
         print(f"mbgen: error: {e}\n  no results written (--keep-partial saves the samples before the failure)",
               file=sys.stderr)
         return DIVERGED
+    try:
+        return _write_outputs(args, m, s, res, out, integ, origin)
+    except OSError as e:               # a full disk or a quota: the temporary files are gone, one line
+        if isinstance(e, BrokenPipeError):
+            raise
+        raise ValueError(f"--out {out}: cannot write the results: {e.strerror or e} (a full or read-only file "
+                         f"system?)") from None
+
+
+def _write_outputs(args, m, s, res, out, integ, origin):
+    """The NPZ (and CSV, PNG, MP4) of a finished run under the output folder's lock; the exit status."""
     with output_lock(out):             # one writer of this folder at a time: never a mixture of two runs
         path = res.save(out)
         if res.meta.get("partial"):

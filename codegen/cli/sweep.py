@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .common import Formatter, add_model_args, build_options, default_stem, load_spec
+from .common import Formatter, add_model_args, build_options, check_out_path, default_stem, load_spec
 from .simulate import DIVERGED, add_integration_args, choose_integrator, resolve_settings
 
 EXAMPLE = """Paths address numbers of the model as the model file names them:
@@ -53,7 +53,7 @@ def register(sub):
 def cmd_sweep(args):
     from ..runtime import build
     from ..runtime.params import ParamError, check_path, checked_rows, grid, parse_set, with_params
-    from ..runtime.sweep import connect, sweep
+    from ..runtime.sweep import connect, quiet_shutdown, sweep
     m = load_spec(args.model, args)
     params = {}
     try:
@@ -75,6 +75,8 @@ def cmd_sweep(args):
     out = args.out or os.path.join("results", default_stem(m.name, None if args.algorithm == "recursive"
                                                            else args.algorithm, "sweep") + ".npz")
     zarr_out = out.rstrip("/").endswith(".zarr")
+    if args.out is None:                             # (a given --out is checked with the options)
+        check_out_path(out, "the default --out")
     if not zarr_out and size_mb > args.max_output_mb:
         raise ValueError(f"{runs} runs x {samples:,} samples: about {size_mb:,.0f} MB in memory, above "
                          f"--max-output-mb {args.max_output_mb:g}; write a Zarr store (--out sweep.zarr), or "
@@ -93,6 +95,10 @@ def cmd_sweep(args):
                     atol=opt["atol"], substeps=opt["substeps"], **extra)
     except ParamError as e:
         raise ValueError(f"--set {e}") from None
+    except BaseException as e:
+        if not isinstance(e, Exception):         # Ctrl-C, SIGTERM: the cluster closes without Dask's log
+            quiet_shutdown()
+        raise
     finally:
         for x in close:
             x.close()

@@ -16,6 +16,8 @@ block: the lock is an flock(2), released by the kernel. Entries get the user's u
 """
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import importlib.util
 import json
@@ -180,27 +182,77 @@ def _compile(pyx: Path, build_dir: Path, modname: str, quiet: bool) -> Path:
                     # -g0: no debug information (Python's own CFLAGS carry -g): a third less compile time
                     extra_compile_args=opt_flags() + ["-g0", "-fno-math-errno", "-w"] + native_flags() + omp,
                     extra_link_args=omp)
-    exts = cythonize([ext], quiet=True, language_level=3,
-                     compiler_directives={"boundscheck": False, "wraparound": False, "cdivision": True})
-    dist = Distribution({"name": modname, "ext_modules": exts})
-    cmd = build_ext(dist)
-    cmd.build_lib = str(build_dir)
-    cmd.build_temp = str(build_dir / "tmp")
-    cmd.ensure_finalized()
-    if quiet:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        saved = os.dup(1), os.dup(2)
-        os.dup2(devnull, 1)
-        os.dup2(devnull, 2)
-        try:
-            cmd.run()
-        finally:
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            os.close(devnull)
-    else:
+    with _captured(quiet):           # Cython prints its own traceback of a failure (a full disk): kept, not shown
+        exts = cythonize([ext], quiet=True, language_level=3,
+                         compiler_directives={"boundscheck": False, "wraparound": False, "cdivision": True})
+        dist = Distribution({"name": modname, "ext_modules": exts})
+        cmd = build_ext(dist)
+        cmd.build_lib = str(build_dir)
+        cmd.build_temp = str(build_dir / "tmp")
+        cmd.ensure_finalized()
         cmd.run()
     return Path(cmd.get_ext_fullpath(modname))
+
+
+class CompileFailed(Exception):
+    """Cython or the C compiler failed; ``output`` holds what they printed (with quiet builds)."""
+
+    def __init__(self, output: str):
+        super().__init__(output[-2000:])
+        self.output = output
+
+
+@contextlib.contextmanager
+def _captured(quiet: bool):
+    """With quiet: the process's stdout and stderr (file descriptors 1 and 2: the compiler's too) go to a scratch
+    file for the duration; an exception is re-raised as CompileFailed with that output (Ctrl-C passes through)."""
+    if not quiet:
+        yield
+        return
+    with tempfile.TemporaryFile() as log:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        saved = os.dup(1), os.dup(2)
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        failure = None
+        text = open(log.fileno(), "w", encoding="utf-8", errors="replace", closefd=False)   # sys.stderr may not
+        try:                                                                                  # be fd 2 (pytest)
+            with contextlib.redirect_stdout(text), contextlib.redirect_stderr(text):
+                yield
+        except Exception as e:
+            failure = e
+        finally:
+            for stream in (text, sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError):
+                    pass
+            text.close()
+            for fd, saved_fd in ((1, saved[0]), (2, saved[1])):
+                os.dup2(saved_fd, fd)
+                os.close(saved_fd)
+        if failure is not None:
+            log.seek(0)
+            raise CompileFailed(log.read(1 << 20).decode("utf-8", "replace")) from failure
+
+
+_DISK_ERRNOS = tuple(getattr(errno, n) for n in ("ENOSPC", "EDQUOT", "EROFS", "EFBIG") if hasattr(errno, n))
+
+
+def disk_error(e: BaseException) -> Optional[int]:
+    """The errno of a full or read-only file system (or a quota) behind exception ``e``: in its chain, or in what
+    the compiler printed (CompileFailed); None if there is none."""
+    seen = 0
+    while e is not None and seen < 20:
+        if isinstance(e, OSError) and e.errno in _DISK_ERRNOS:
+            return e.errno
+        if isinstance(e, CompileFailed):
+            for code in _DISK_ERRNOS:
+                if os.strerror(code) in e.output:
+                    return code
+        e, seen = e.__cause__ or e.__context__, seen + 1
+    return None
 
 
 def resolve_options(algorithm: str, **options) -> dict:
@@ -384,6 +436,9 @@ def _build_into(source, modname, target, info, label, progress, meta):
             try:
                 built = _compile(pyx, tmp, modname, quiet=True)
             except Exception as e:
+                code = disk_error(e)
+                if code is not None:          # no room for the build: its folder goes, the caller names the cache
+                    raise OSError(code, os.strerror(code)) from None
                 try:
                     (tmp / FAILED_MARK).touch()
                 except OSError:

@@ -58,6 +58,33 @@ def cache_entries(cache_dir=None) -> list:
     return sorted(out, key=lambda e: -e["age_s"])
 
 
+def strangers(cache_dir=None) -> list:
+    """(name, what) of the items in the cache that no build made and nothing here touches: symbolic links,
+    FIFOs, devices, lock files that are not files, entries of another user or writable by others (reported by
+    `mbgen cache info` and `clean`, for the user to remove)."""
+    import stat
+    cache = Path(cache_dir) if cache_dir else default_cache_dir()
+    try:
+        listing = sorted(os.scandir(cache), key=lambda d: d.name)
+    except OSError:
+        return []
+    out = []
+    for d in listing:
+        try:
+            st = d.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISLNK(st.st_mode) or not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+            out.append((d.name, trust.kind(st.st_mode)))
+        elif d.name.endswith(".lock") and not stat.S_ISREG(st.st_mode):
+            out.append((d.name, f"{trust.kind(st.st_mode)} where a lock file belongs"))
+        elif stat.S_ISDIR(st.st_mode) and _is_entry(Path(d.path)):
+            why = trust.foreign(st, "an entry")
+            if why:
+                out.append((d.name, why))
+    return out
+
+
 def temp_folders(cache_dir=None) -> list:
     """The temporary build folders (`.KEY.*`) in the cache, in use or left over."""
     cache = Path(cache_dir) if cache_dir else default_cache_dir()
@@ -92,6 +119,9 @@ def clean_cache(cache_dir=None, older_than_days: Optional[float] = None, timeout
         except (Timeout, BuildError):                 # a build holds it, or its lock file is not a file
             done["busy"].append(e["key"])
             continue
+        except OSError as err:                        # a read-only file system, a folder not ours to write
+            raise BuildError(f"cannot clean the build cache {cache}: {err.strerror or err} (a read-only file "
+                             f"system, or a folder you cannot write?)") from None
         done["entries"].append(e["key"])
         done["freed"] += e["size"]
     sizes = {f: _tree_size(f) for f in temp_folders(cache)}

@@ -201,6 +201,10 @@ class _Scene:
             half = np.full(self.dim, span / 2) if self.dim == 3 else np.maximum((ghi - glo) / 2, 0.05 * span)
         return centres, 1.08 * half
 
+
+GIF_MEMORY = 1e9           # bytes of RGB frames a GIF may hold in memory before it is written
+
+
 def animate(result, out, fps: float = 30.0, every=None, size=(640, 480), progress: bool = False,
             title=None) -> str:
     """Write an MP4 or GIF (by the suffix of ``out``) of a Result or a saved NPZ; returns the path.
@@ -218,6 +222,12 @@ def animate(result, out, fps: float = 30.0, every=None, size=(640, 480), progres
         dt = float(res.t[1] - res.t[0]) if nt > 1 else 1.0
         every = max(1, round(1.0 / (fps * dt))) if dt > 0 else 1
     frames = np.arange(0, nt, min(int(every), nt))
+    held = len(frames) * size[0] * size[1] * 3
+    if suffix == ".gif" and held > GIF_MEMORY:          # Pillow holds every frame of a GIF; an MP4 streams
+        fewer = int(np.ceil(nt / max(1, GIF_MEMORY // (size[0] * size[1] * 3))))
+        raise ValueError(f"animation: a GIF of {len(frames):,} frames of {size[0]}x{size[1]} holds about "
+                         f"{held / 1e6:,.0f} MB in memory (at most {GIF_MEMORY / 1e6:,.0f} MB): draw fewer frames "
+                         f"(--every {fewer}), a smaller --size, or write an .mp4")
     scene = _Scene(z, frames)
     name = title or res.meta.get("model_name", "")
     return _write(os.fspath(out), _render(scene, size, name, progress), fps, suffix)

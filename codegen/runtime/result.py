@@ -166,6 +166,7 @@ class Result:
 
 
 RESULT_LIMIT_MB = 2000      # arrays of a results file, uncompressed (the CLI's default --max-output-mb)
+T_LIMIT = 1e100             # |t| of a results file [s]: the range of a model file's numbers
 
 
 def load_result(path, limit_mb: float = RESULT_LIMIT_MB) -> Result:
@@ -238,6 +239,9 @@ def check_result_arrays(d: dict, path: str):
             bad(k, "holds values that are not finite")                                      # energies may not be)
     if nt > 1 and not np.all(np.diff(t) > 0):
         bad("t", "not strictly increasing")
+    if nt and float(np.abs(t).max()) > T_LIMIT:
+        bad("t", f"times up to {float(np.abs(t).max()):.3g} s: outside the range of a simulation "
+                 f"(|t| <= {T_LIMIT:g} s)")
     if "joint_pos" in d:
         nb = len(names["body_names"])
         for k, lo in (("joint_parent", -1), ("joint_child", 0)):

@@ -93,10 +93,14 @@ class _Store:
                 raise ValueError(f"{out}: exists and is not a Zarr store; not replaced")
             os.makedirs(os.path.dirname(self.final), exist_ok=True)
             self.tmp = tempfile.mkdtemp(prefix=".tmp.", suffix=".zarr", dir=os.path.dirname(self.final))
-            self.group = zarr.open_group(self.tmp, mode="w")
-            create = getattr(self.group, "create_array", None) or self.group.create_dataset
-            self.arrays = {k: create(k, shape=sh, chunks=(1,) + sh[1:], dtype="f8", fill_value=np.nan)
-                           for k, sh in shapes.items()}
+            try:                       # (a signal while the store is laid out: before the caller can abort it)
+                self.group = zarr.open_group(self.tmp, mode="w")
+                create = getattr(self.group, "create_array", None) or self.group.create_dataset
+                self.arrays = {k: create(k, shape=sh, chunks=(1,) + sh[1:], dtype="f8", fill_value=np.nan)
+                               for k, sh in shapes.items()}
+            except BaseException:
+                shutil.rmtree(self.tmp, ignore_errors=True)
+                raise
         else:
             self.arrays = {k: np.full(sh, np.nan) for k, sh in shapes.items()}
         self.meta = meta
@@ -170,8 +174,16 @@ def load_sweep(path) -> dict:
 def _client(Client, scheduler, timeout):
     try:
         return Client(scheduler, timeout=timeout)
-    except (OSError, TimeoutError) as e:
+    except Exception as e:           # OSError, TimeoutError, ValueError of an address Dask cannot parse, ...
         return e
+
+
+def quiet_shutdown():
+    """Dask's loggers silenced before a cluster is closed after Ctrl-C or SIGTERM: tasks cancelled and scatters
+    cut short log tracebacks and warnings there, where one line ('mbgen: interrupted') is the message."""
+    import logging
+    for name in ("distributed", "asyncio", "tornado"):
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
 def connect(client=None, scheduler=None, workers=None, processes=True, timeout: float = 10.0):
@@ -284,12 +296,14 @@ def sweep(model, params, t_end: float, dt: float, integrator: Optional[str] = No
                  "param_values": values, "ok": ok, "error": np.array(err, dtype=str), "wall_time": wall}
         extra.update({k: np.asarray(v) for k, v in probe.arrays().items() if k in NAME_ARRAYS})
         return store.finish(extra)
-    except BaseException:
+    except BaseException as e:
         store.abort()
+        if not isinstance(e, Exception):         # KeyboardInterrupt, SIGTERM: one line, not Dask's log
+            quiet_shutdown()
         raise
     finally:
         for x in close:
             x.close()
 
 
-__all__ = ["ParamError", "connect", "load_sweep", "run_task", "sweep"]
+__all__ = ["ParamError", "connect", "load_sweep", "quiet_shutdown", "run_task", "sweep"]

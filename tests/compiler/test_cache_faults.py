@@ -374,3 +374,73 @@ def test_a_full_or_read_only_cache_file_system_is_named(small_tmpfs, capsys):
     assert subprocess.run(["mount", "-o", "remount,ro", str(small_tmpfs)], capture_output=True).returncode == 0
     assert main(argv + ["--cache-dir", str(small_tmpfs / "c2")]) == 2
     assert "cannot be created: Read-only file system" in capsys.readouterr().err
+
+
+def test_the_compiler_running_out_of_space_is_named(tmp_path, capsys):
+    """A cache file system with room for the .pyx but not for Cython's C output: exit 2 naming the cache and
+    the full disk, not Cython's own traceback, and no temporary build folder left on the full disk."""
+    mnt = tmp_path / "fs"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        assert main(["build", "chain:2", "--cache-dir", str(mnt / "c"), "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert f"cannot write the build cache {mnt / 'c'}: No space left on device" in err, err
+        assert "Traceback" not in err and err.count("\n") == 1, err
+        assert [e for e in os.listdir(mnt / "c") if e.startswith(".")] == []
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def test_a_disk_error_is_found_in_the_compiler_output():
+    from codegen.compiler.cache import CompileFailed, disk_error
+    import errno
+    try:
+        try:
+            raise RuntimeError("cython failed")
+        except RuntimeError as inner:
+            raise CompileFailed("gcc: fatal error: error writing to x.o: No space left on device\n") from inner
+    except CompileFailed as e:
+        assert disk_error(e) == errno.ENOSPC
+    assert disk_error(CompileFailed("x.pyx:3:4: undeclared name")) is None
+    assert disk_error(OSError(errno.EROFS, "Read-only file system")) == errno.EROFS
+
+
+def test_cache_info_and_clean_report_what_they_leave_alone(tmp_path, capsys):
+    """Symbolic links (to a victim's folder, dangling), FIFOs and folders where lock files belong are neither
+    followed nor removed by `mbgen cache clean`, and both commands name them; a cache folder that is a file,
+    and a read-only cache file system for clean, exit 2 with one line."""
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "precious").write_text("keep")
+    os.symlink(victim, cache / ("0" * 20))
+    os.symlink(tmp_path / "nowhere", cache / ("1" * 20))
+    os.mkfifo(cache / ("2" * 20 + ".lock"))
+    (cache / ("3" * 20 + ".lock")).mkdir()
+    for action in ("info", "clean"):
+        assert main(["cache", action, "--cache-dir", str(cache)]) in (0, None)
+        out = capsys.readouterr().out
+        assert "left alone: 4 item(s) no build made" in out and f"{'0' * 20}: a symbolic link" in out, out
+        assert f"{'2' * 20}.lock: a FIFO" in out and "a folder where a lock file belongs" in out, out
+    assert (victim / "precious").read_text() == "keep" and os.path.islink(cache / ("0" * 20))
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    assert main(["cache", "info", "--cache-dir", str(afile)]) == 2
+    assert "is not a folder" in capsys.readouterr().err
+    mnt = tmp_path / "ro"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=700", "tmpfs", str(mnt)],
+                      capture_output=True).returncode:
+        return
+    try:
+        (mnt / ("4" * 20)).mkdir()
+        (mnt / ("4" * 20) / "build.json").write_text("{}")
+        assert subprocess.run(["mount", "-o", "remount,ro", str(mnt)], capture_output=True).returncode == 0
+        assert main(["cache", "clean", "--cache-dir", str(mnt)]) == 2
+        err = capsys.readouterr().err
+        assert f"cannot clean the build cache {mnt}: Read-only file system" in err and "Traceback" not in err, err
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)

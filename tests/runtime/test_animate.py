@@ -161,3 +161,23 @@ def test_results_files_are_checked_like_model_files(m1, tmp_path, capsys):
     assert "it is a FIFO" in capsys.readouterr().err
     assert main(["animate", npz, "--out", str(tmp_path / "one.gif"), "--every", str(10 ** 30), "--quiet"]) == 0
     assert len(imageio.mimread(tmp_path / "one.gif")) == 1
+
+
+def test_absurd_times_and_gifs_larger_than_memory_are_refused(m1, tmp_path, capsys):
+    """Results whose t reaches 1e300 s are refused like an out-of-range model number; a GIF whose frames would
+    take more than GIF_MEMORY is refused before drawing, with the --every that fits (an MP4 streams)."""
+    from codegen.runtime import animate as anim
+    npz = m1.save(tmp_path / "m1.npz")
+    z = np.load(npz)
+    bad = _damaged(npz, tmp_path, t=z["t"] * 1e300)
+    assert main(["animate", bad, "--out", str(tmp_path / "a.gif"), "--quiet"]) == 2
+    assert f"{bad}: t: times up to" in capsys.readouterr().err
+    frames = len(z["t"])
+    limit = anim.GIF_MEMORY
+    try:
+        anim.GIF_MEMORY = 64 * 64 * 3 * (frames // 2)          # half the frames fit
+        with pytest.raises(ValueError, match=r"draw fewer frames \(--every [23]\)"):
+            anim.animate(npz, tmp_path / "a.gif", every=1, size=(64, 64))
+    finally:
+        anim.GIF_MEMORY = limit
+    assert not (tmp_path / "a.gif").exists()
