@@ -48,7 +48,7 @@ sys.path.insert(0, str(HERE.parent / "tests" / "support"))   # tests/support/pee
 
 import codegen  # noqa: E402
 from codegen.models import branch_system, chain  # noqa: E402
-from codegen.algorithms.tree_plan import NP_BODY, Plan  # noqa: E402
+from codegen.algorithms.tree_plan import Plan, body_numbers  # noqa: E402
 from bench_recursive import python_batch  # noqa: E402  (benchmarks/, the script's folder)
 
 PIN_BYTES_PER_N3 = 66.0
@@ -105,9 +105,9 @@ def tree_mujoco(model):
         spec.option.disableflags |= int(getattr(mujoco.mjtDisableBit, "mjDSBL_" + bit))
     bodies = []
     for k in range(plan.nb):
-        o = 3 + NP_BODY * k
-        s, C, mass = p[o:o + 3], p[o + 3:o + 12].reshape(3, 3), float(p[o + 12])
-        rho, J = p[o + 13:o + 16], p[o + 16:o + 25].reshape(3, 3)
+        b = body_numbers(p, k)
+        s, C, mass = b["s"], b["C"], float(b["m"])
+        rho, J = b["rho"], b["J"]
         qC = np.empty(4)
         mujoco.mju_mat2Quat(qC, np.ascontiguousarray(C, float).ravel())
         parent = spec.worldbody if plan.parent[k] < 0 else bodies[plan.parent[k]]

@@ -122,12 +122,14 @@ def test_inspect_algorithms_lists_every_family(capsys):
 def test_tests_mirror_the_package():
     """Every test lives beside what it tests: tests/<layer>/ for a codegen/<layer>/ package,
     tests/algorithms/<family>/ for a registered family, tests/cli/ for codegen/cli/; peers and support aside; at the
-    top only this file and test_docs.py (the documentation: README.md, docs/, mkdocs.yml), which test the repository."""
+    top only this file, test_docs.py (README.md, docs/, mkdocs.yml) and test_citations.py (the paper citations),
+    which test the repository."""
     extra = {"cli", "peers", "support"}
     for f in (ROOT / "tests").rglob("test_*.py"):
         parts = f.relative_to(ROOT / "tests").parts[:-1]
         if not parts:
-            assert f.name in ("test_architecture.py", "test_docs.py"), f"{f.name} belongs in a layer folder"
+            assert f.name in ("test_architecture.py", "test_docs.py", "test_citations.py"), \
+                f"{f.name} belongs in a layer folder"
             continue
         if parts[0] in extra:
             assert len(parts) == 1, f

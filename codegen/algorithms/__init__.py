@@ -23,6 +23,11 @@ def family(name: str, model=None) -> Family:
             raise BuildError(f"algorithm '{name}' solves trees; this model closes loops with cut joints "
                              f"({', '.join(c.name for c in model.cuts)}): use "
                              f"{' or '.join(f.name for f in FAMILIES.values() if f.loops)}")
+        if getattr(model, "couplings", None) and not fam.couplings:
+            raise BuildError(f"algorithm '{name}' does not solve couplings (equality constraints between "
+                             f"coordinates: {', '.join(c.name for c in model.couplings)}; MJCF joint and tendon "
+                             f"equalities, URDF mimic joints): use "
+                             f"{' or '.join(f.name for f in FAMILIES.values() if f.couplings)}")
         arm = [j for j in getattr(model, "joints", ()) if getattr(j, "armature", None) is not None
                and j.type not in fam.armature]
         if arm:

@@ -32,6 +32,7 @@ class Family:
     kernel_class: str = "System"     # the cdef class of the generated module
     check: Callable = None           # model -> None or raise BuildError (limits of the method)
     loops: bool = False              # takes closed loops (cut joints, the model's `loops:` section)
+    couplings: bool = False          # takes couplings (the model's `couplings:` section: joint-space rows)
     armature: Tuple[str, ...] = ()   # joint types whose armature (rotor inertia) it models
     runtime: str = "tree"            # its run-time class (codegen.runtime.families.RUNTIMES)
 

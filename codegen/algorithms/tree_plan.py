@@ -14,7 +14,7 @@ The plan turns a validated Model into
 Frames. The user's joint frame on the parent side is turned by K so the joint axis is z (canonical
 joints, see ``codegen.symbolic.joints``). Each body's *reference frame* is its canonical child joint
 frame (Kang & Yoon: "we defined the body reference frames at the joint"); its centroid rho and central
-inertia J' are re-expressed there once (Kang & Yoon, comment 1 after eq 30).
+inertia J' are re-expressed there once (Kang & Yoon, comment 1 after [KY eq 30]).
 """
 from __future__ import annotations
 
@@ -24,11 +24,12 @@ from typing import List
 
 import numpy as np
 
-from ..model import GROUND, JOINT_TYPES, QUATERNION_JOINTS, Model
+from ..model import GROUND, JOINT_TYPES, Model
 from ..model.actuators import CTRL_SOURCES, NPA
 from ..model.tendons import NPT
+from ..symbolic.layout import BODY_PARAMS, P_BODIES, Layout
 
-NP_BODY = 34            # per body: s(3) C(9) m(1) rho(3) J'(9) Kout(9)
+NP_BODY = BODY_PARAMS.size   # per body: s(3) C(9) m(1) rho(3) J'(9) Kout(9), at P_BODIES + NP_BODY j
 NPL = 4                 # per limited coordinate: lower, upper, stiffness k, damping c
 FRICTION_T = 0.02       # Coulomb friction's regularisation: tanh(u / v_s) with v_s = F FRICTION_T / m
 P_GRAVITY = 0           # p[0:3] gravity
@@ -36,8 +37,8 @@ IDENT_TOL = 1e-15       # C_j within this of the identity (max abs entry) is com
 
 
 def canonical_rotation(jtype: str, axis, axis2) -> np.ndarray:
-    """K with K e_z = axis (minimal rotation); universal: K = [axis2, axis x axis2, axis]."""
-    if jtype == "universal":
+    """K with K e_z = axis (minimal rotation); with a second axis (universal): K = [axis2, axis x axis2, axis]."""
+    if JOINT_TYPES[jtype].needs_axis2:
         a1, a2 = np.asarray(axis, float), np.asarray(axis2, float)
         return np.column_stack([a2, np.cross(a1, a2), a1])
     if axis is None:
@@ -65,14 +66,20 @@ def children_of(parent: List[int]) -> List[List[int]]:
     return kids
 
 
+def body_numbers(p: np.ndarray, k: int) -> dict:
+    """Body k's numbers in p by BODY_PARAMS (what the kernels read as pb[PB_m], pb + PB_J, ...): s, C (3 x 3), m,
+    rho, J' (3 x 3), Kout (3 x 3); for the numpy references."""
+    o = P_BODIES + NP_BODY * k
+    out = {b.name: BODY_PARAMS.view(p, b.name, o) for b in BODY_PARAMS}
+    out.update({n: out[n].reshape(3, 3) for n in ("C", "J", "Kout")}, m=out["m"][0])
+    return out
+
+
 def work_layout(items):
-    """Per-body workspace blocks of a kernel: ((name, size), ...) -> ({name: {"off", "size"}}, per-body total);
-    block `name` of all bodies starts at off * NB."""
-    out, off = {}, 0
-    for name, size in items:
-        out[name] = {"off": off, "size": size}
-        off += size
-    return out, off
+    """Per-body workspace blocks of a kernel: ((name, size), ...) -> (Layout, per-body total); block `name` of all
+    bodies starts at off * NB (templates: ``{{ work.M.off }} * NB + {{ work.M.size }} * j``)."""
+    out = Layout(*items)
+    return out, out.size
 
 
 @dataclass(frozen=True)
@@ -162,22 +169,22 @@ class Plan:
         self.iq = [o[0] for o in offs]
         self.iv = [o[1] for o in offs]
         self.nq, self.nv = model.nq, model.nv
-        self.quat_offsets = [self.iq[k] + QUATERNION_JOINTS[t] for k, t in enumerate(self.types)
-                             if t in QUATERNION_JOINTS]
-        self.segments, self.jt_code = runs([JointKind(t, *JOINT_TYPES[t][:2]) for t in self.types])
+        self.quat_offsets = [self.iq[k] + JOINT_TYPES[t].quaternion for k, t in enumerate(self.types)
+                             if JOINT_TYPES[t].quaternion is not None]
+        self.segments, self.jt_code = runs([JointKind(t, JOINT_TYPES[t].nq, JOINT_TYPES[t].nv) for t in self.types])
         self.joint_types_used = sorted(set(self.types))
         self._layout_forces()
 
     # ------------------------------------------------------------ parameters
     def _layout_forces(self):
         m = self.model
-        self.arm_off = 3 + NP_BODY * self.nb              # armature: one number per velocity coordinate
+        self.arm_off = P_BODIES + NP_BODY * self.nb              # armature: one number per velocity coordinate
         off = self.arm_off + self.nv
         self.forces: List[ForceTerm] = []
         jidx = {j.name: k for k, j in enumerate(m.joints)}
         for s in m.springs:
             k = jidx[s.joint]
-            nv = JOINT_TYPES[self.types[k]][1]
+            nv = JOINT_TYPES[self.types[k]].nv
             self.forces.append(ForceTerm("spring", off, {"iq": self.iq[k], "iv": self.iv[k], "n": nv,
                                                           "name": s.name}))
             off += 3 * nv
@@ -195,13 +202,13 @@ class Plan:
         for k, j in enumerate(m.joints):
             for d in range(j.nv if j.limits is not None else 0):
                 self.limits.append(ForceTerm("limit", off, {"iq": self.iq[k] + d, "iv": self.iv[k] + d, "l": len(self.limits),
-                                                           "name": f"{j.name}.{JOINT_TYPES[j.type][2][d]}"}))
+                                                           "name": f"{j.name}.{JOINT_TYPES[j.type].coordinates[d]}"}))
                 off += NPL
         self.frictions: List[ForceTerm] = []             # Coulomb friction per coordinate: F, v_s
         for k, j in enumerate(m.joints):
             for d in range(j.nv if j.friction is not None else 0):
                 self.frictions.append(ForceTerm("friction", off, {"iv": self.iv[k] + d, "f": len(self.frictions),
-                                                                  "name": f"{j.name}.{JOINT_TYPES[j.type][3][d]}"}))
+                                                                  "name": f"{j.name}.{JOINT_TYPES[j.type].velocities[d]}"}))
                 off += 2
         self.tendons: List[ForceTerm] = []               # fixed tendons: NPT numbers, then the coefficients
         tidx = {}
@@ -275,13 +282,13 @@ class Plan:
         frames = self.body_frames()
         for k, (j, (s, C, (gp, gr))) in enumerate(zip(m.joints, frames)):
             b = m.body(j.child)
-            o = 3 + NP_BODY * k
-            p[o:o + 3] = s
-            p[o + 3:o + 12] = C.ravel()
-            p[o + 12] = b.mass
-            p[o + 13:o + 16] = gr.T @ (b.com - gp)                 # rho in the ref frame
-            p[o + 16:o + 25] = (gr.T @ b.inertia @ gr).ravel()     # J' in the ref frame
-            p[o + 25:o + 34] = gr.T.ravel()                        # Kout: A_user = A_ref Kout
+            o, pb = P_BODIES + NP_BODY * k, BODY_PARAMS
+            pb.view(p, "s", o)[:] = s
+            pb.view(p, "C", o)[:] = C.ravel()
+            pb.view(p, "m", o)[:] = b.mass
+            pb.view(p, "rho", o)[:] = gr.T @ (b.com - gp)                 # rho in the ref frame
+            pb.view(p, "J", o)[:] = (gr.T @ b.inertia @ gr).ravel()       # J' in the ref frame
+            pb.view(p, "Kout", o)[:] = gr.T.ravel()                       # Kout: A_user = A_ref Kout
         p[self.arm_off:self.arm_off + self.nv] = m.armature
         fi = iter(self.forces)
         for s in m.springs:
@@ -346,7 +353,7 @@ class Plan:
         rows = [f"{'#':>5} {'body':<{b}} {'parent':<{b}} {'joint':<{jw}} {'type':<12} {'q':>9} {'u':>9}"]
         for k in range(self.nb):
             par = self.body_names[self.parent[k]] if self.parent[k] >= 0 else GROUND
-            nq, nv = JOINT_TYPES[self.types[k]][:2]
+            nq, nv = JOINT_TYPES[self.types[k]].nq, JOINT_TYPES[self.types[k]].nv
             qr = f"{self.iq[k]}:{self.iq[k] + nq}" if nq else "-"
             ur = f"{self.iv[k]}:{self.iv[k] + nv}" if nv else "-"
             rows.append(f"{k:>5} {self.body_names[k]:<{b}} {par:<{b}} {self.joint_names[k]:<{jw}} "
@@ -365,12 +372,13 @@ def template_vars(plan: Plan, work_size: int) -> dict:
     return dict(ksegments=ksegments, kind_code=kind_code, jt_code=plan.jt_code,
                 joint_kinds=sorted(dict(ck for s in plan.segments for ck in s.kinds).items()),
                 body=body_kernels(kinds),
-                point_forces=any(f.kind == "point" for f in plan.forces), loops=False, nb=plan.nb, nq=plan.nq, nv=plan.nv, np=plan.np, npb=NP_BODY, roadmap=plan.roadmap(),
+                point_forces=any(f.kind == "point" for f in plan.forces), loops=False, nb=plan.nb, nq=plan.nq, nv=plan.nv, np=plan.np,
+                npb=NP_BODY, body_params=BODY_PARAMS, p_bodies=P_BODIES, roadmap=plan.roadmap(),
                 parm=plan.arm_off, actuators=plan.actuators, npa=NPA, nu=len(plan.actuators),
                 ctrl_sources=CTRL_SOURCES, limits=plan.limits, tendons=plan.tendons, frictions=plan.frictions,
                 segments=plan.segments, parent=plan.parent, iq=plan.iq, iv=plan.iv, quat=plan.quat_offsets,
                 jcalc={t: jcalc_code(t) for t in plan.joint_types_used}, forces=plan.forces,
-                work_size=work_size + 8, types_nv=[(t, JOINT_TYPES[t][1]) for t in plan.joint_types_used],
+                work_size=work_size + 8, types_nv=[(t, JOINT_TYPES[t].nv) for t in plan.joint_types_used],
                 **derivative_vars(plan))
 
 
@@ -397,10 +405,11 @@ def derivative_vars(plan: Plan) -> dict:
     dbody, nbody = work_layout(DERIV_BODY)
     ddof, ndof = work_layout(DERIV_DOF)
     dge = [plan.iv[k] + e for k, t in enumerate(plan.types) for e in group_ends(t)]
-    quatv = [plan.iv[k] + QUATERNION_JOINTS[t] for k, t in enumerate(plan.types) if t in QUATERNION_JOINTS]
+    quatv = [plan.iv[k] + JOINT_TYPES[t].quaternion for k, t in enumerate(plan.types)
+             if JOINT_TYPES[t].quaternion is not None]
     return dict(dbody_layout=dbody, ddof_layout=ddof, dw_body=nbody, dw_dof=ndof, dge=dge, dkb=DERIV_KB,
                 dense_max=DERIV_DENSE_MAX, quatv=quatv,
-                nvj=[JOINT_TYPES[t][1] for t in plan.types], dkern=derivative_kernels(),
+                nvj=[JOINT_TYPES[t].nv for t in plan.types], dkern=derivative_kernels(),
                 deriv_refusal=derivative_refusal(plan))
 
 

@@ -5,21 +5,21 @@ from .common import Formatter
 
 # what each entry of the symbolic modules' INSPECT tables shows (their functions carry no text of their own)
 DESCRIPTIONS = {
-    "shabana-beam": "ANCF beam element (Hu & Wang): e (eq 1), S (eq 3), M_E (eq 4), U (eq 6), F_EK (eq 7), F_EG (eq 9)",
-    "shabana-beam-mass": "ANCF beam: shape matrix S (eq 3) and element mass matrix M_E (eq 4)",
-    "shabana-beam-elastic": "ANCF beam: chord-frame strains and energy (eqs 5-6), elastic force F_EK and its "
-                            "auxiliary matrices (eq 7)",
-    "shabana-beam-gravity": "ANCF beam: external and gravity forces F_E, F_EG (eqs 8-9), gravity potential",
-    "mstmm-state": "MSTMM state vectors z (eqs 1, 6, 35) and the boundary states (Rui et al.)",
-    "mstmm-planar-state": "MSTMM planar state (eq 35): which rows of eqs 1 and 6 are kept",
-    "mstmm-body": "MSTMM rigid-body transfer matrix U_i (eq 4) with E1..E9 (eq 5), M1 rod reduced (eq 36)",
-    "mstmm-multi-body": "MSTMM multi-input body (eqs 6-9), M5 body 11",
-    "mstmm-ball-hinge": "MSTMM hinge transfer matrices (eq 10): spatial ball hinge, planar revolute (eq 44), fixed",
-    "mstmm-multi-hinge": "MSTMM multi-hinge subsystem of M1 body 7 (eqs 8, 12-13, 16-17, 49, 52, 55)",
-    "mstmm-multi-hinge-spatial": "MSTMM spatial multi-hinge subsystem Uhat and geometric equations (eqs 11-17), "
+    "shabana-beam": "ANCF beam element (Hu & Wang): e [HW eq 1], S [HW eq 3], M_E [HW eq 4], U [HW eq 6], F_EK [HW eq 7], F_EG [HW eq 9]",
+    "shabana-beam-mass": "ANCF beam: shape matrix S [HW eq 3] and element mass matrix M_E [HW eq 4]",
+    "shabana-beam-elastic": "ANCF beam: chord-frame strains and energy [HW eqs 5-6], elastic force F_EK and its "
+                            "auxiliary matrices [HW eq 7]",
+    "shabana-beam-gravity": "ANCF beam: external and gravity forces F_E, F_EG [HW eqs 8-9], gravity potential",
+    "mstmm-state": "MSTMM state vectors z [RBW eqs 1, 6, 35] and the boundary states (Rui et al.)",
+    "mstmm-planar-state": "MSTMM planar state [RBW eq 35]: which rows of [RBW eqs 1, 6] are kept",
+    "mstmm-body": "MSTMM rigid-body transfer matrix U_i [RBW eq 4] with E1..E9 [RBW eq 5], M1 rod reduced [RBW eq 36]",
+    "mstmm-multi-body": "MSTMM multi-input body [RBW eqs 6-9], M5 body 11",
+    "mstmm-ball-hinge": "MSTMM hinge transfer matrices [RBW eq 10]: spatial ball hinge, planar revolute [RBW eq 44], fixed",
+    "mstmm-multi-hinge": "MSTMM multi-hinge subsystem of M1 body 7 [RBW eqs 8, 12-13, 16-17, 49, 52, 55]",
+    "mstmm-multi-hinge-spatial": "MSTMM spatial multi-hinge subsystem Uhat and geometric equations [RBW eqs 11-17], "
                                  "M5 body 11",
-    "mstmm-riccati": "MSTMM Riccati recursion: P_i, q_i (eq 24), S_{i+1}, e_{i+1} (eqs 29-30)",
-    "mstmm-example": "MSTMM worked example of the paper, M1 (eqs 38-47)",
+    "mstmm-riccati": "MSTMM Riccati recursion: P_i, q_i [RBW eq 24], S_{i+1}, e_{i+1} [RBW eqs 29-30]",
+    "mstmm-example": "MSTMM worked example of the paper, M1 [RBW eqs 38-47]",
 }
 
 
@@ -51,23 +51,23 @@ def inspect_registry():
     from ..symbolic.joints import joint_model
     reg = {}
     for t in JOINT_TYPES:
-        reg[f"joint {t}"] = (f"{t} joint: R, d, S_w, S_v, H, W, ... (Kang & Yoon eq 16, Liu et al.)",
+        reg[f"joint {t}"] = (f"{t} joint: R, d, S_w, S_v, H, W, ... ([KY eq 16], Liu et al.)",
                              lambda t=t: joint_model(t).elements())
     for p in spatial.REF_POINTS:
-        reg[f"reference-point {p}"] = (f"analysis reference point '{p}' (Kang & Yoon eqs 3-8, 25, 33, 36)",
+        reg[f"reference-point {p}"] = (f"analysis reference point '{p}' [KY eqs 3-8, 25, 33, 36]",
                                        lambda p=p: spatial.reference_point(p))
-    reg["spatial"] = ("skew matrix and the shift matrix T^P (Kang & Yoon eq 4)", spatial.spatial_elements)
+    reg["spatial"] = ("skew matrix and the shift matrix T^P [KY eq 4]", spatial.spatial_elements)
     from ..symbolic.cfa import cfa_elements
-    reg["cfa"] = ("constraint force algorithm (Liu et al.): P-hat (eqs 1-2), I_C, I_O (eq 3), H_j and W_j of every "
-                  "joint type (eq 5)", cfa_elements)
+    reg["cfa"] = ("constraint force algorithm (Liu et al.): P-hat [LHZ eqs 1-2], I_C, I_O [LHZ eq 3], H_j and W_j of every "
+                  "joint type [LHZ eq 5]", cfa_elements)
     from ..symbolic import loops
     for p in spatial.REF_POINTS:
         reg[f"loops {p}"] = (f"closed loops at the {p}: the basic constraints d1, d2, s, ss (Phi, J_i, J_j, gamma; "
-                             f"Kang & Yoon eqs 37, 44-45, Tables {'3-4' if p == 'origin' else '1-2'}) and the rows of "
+                             f"[KY eqs 37, 44-45], Tables {'3-4' if p == 'origin' else '1-2'}) and the rows of "
                              "every cut joint type", lambda p=p: loops.elements(p))
     from ..symbolic import grcr
-    reg["grcr"] = ("generalized recursive coordinate reduction (Critchley & Anderson): world joint columns (eq 5), "
-                   "dependent elimination rho, Q (eq 34), R (eq 36), X, W (eqs 76-77), T (eqs 63-64)", grcr.elements)
+    reg["grcr"] = ("generalized recursive coordinate reduction (Critchley & Anderson): world joint columns [CA eq 5], "
+                   "dependent elimination rho, Q [CA eq 34], R [CA eq 36], X, W [CA eqs 76-77], T [CA eqs 63-64]", grcr.elements)
     from ..symbolic import derivatives
     for t in JOINT_TYPES:
         reg[f"derivatives {t}"] = (f"{t} joint: derivative building blocks (Carpentier & Mansard 2018): child-frame "

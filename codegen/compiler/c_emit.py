@@ -112,7 +112,7 @@ def c_qdot(jtype: str) -> CFunction:
     body = ["(void)q;", "(void)u;", "(void)qd;"] + c_assignment_block(jcalc_code(jtype)["qdot"], f"qdot_{jtype}")
     text = (f"static inline void qdot_{jtype}(const double* q, const double* u, double* qd)\n{{\n"
             + "".join(f"    {ln}\n" for ln in body) + "}\n")
-    return CFunction(f"qdot_{jtype}", f"kinematic map qdot = G(q) u of a {jtype} joint (Kang & Yoon eq 16)", text)
+    return CFunction(f"qdot_{jtype}", f"kinematic map qdot = G(q) u of a {jtype} joint [KY eq 16]", text)
 
 
 def c_literal(x: float) -> str:

@@ -12,25 +12,25 @@ Schema (SI units; see examples/flexible_pendulum.yaml):
       - {name: j2, type: revolute, parent: b1, child: b2}                       # at the tip of b1
       - {name: s3, type: translational, parent: b2, child: b3, axis: [1, 0], q0: 0.0}
       - {name: c, type: fixed, parent: ground, child: b4, at: [0, 0]}           # ground clamp
-    loads:                           # optional constant forces, F_E = S^T F (eq 8); s = arc length from the
+    loads:                           # optional constant forces, F_E = S^T F [HW eq 8]; s = arc length from the
       - {name: p, beam: b4, s: 5, force: [0, -100]}   # beam's first node (default: its tip)
 
 Joint types (the child's first node is attached to the parent beam's tip node, or to a ground point):
-    revolute       planar revolute: shared position, independent slopes (eqs 17-19, 23);
+    revolute       planar revolute: shared position, independent slopes [HW eqs 17-19, 23];
                    with parent ground: a pin at ``at``
     fixed          shared position and slope (a continuous beam); with parent ground: a clamp at ``at``
                    along the child's initial direction.  The clamp fixes the whole slope vector
                    r' = (cos angle, sin angle), so the axial strain is zero at the clamp (the usual ANCF
                    clamp): the first element is axially stiffer (a 2-element cantilever under an axial
                    tip load stretches 16/17 of N L / EA); the effect fades with mesh refinement
-    translational  planar translational joint (eqs 20-21): r_child = r_parent + p gamma,
+    translational  planar translational joint [HW eqs 20-21]: r_child = r_parent + p gamma,
                    r'_child = lambda r'_parent (orientation locked, slope length free);
-                   p = ``axis`` is a fixed direction in the world frame, as in eqs 20-21 (p_{k+1}
+                   p = ``axis`` is a fixed direction in the world frame, as in [HW eqs 20-21] (p_{k+1}
                    constant); ``q0`` = initial gamma.  With parent ground the slider starts at ``at``.
 Each beam is straight at t = 0 along its ``angle``; a fixed or translational child must start with its
 parent's angle (its slope is tied to the parent's).  The last node of the last beam is named ``tip``.
 Numbers may be written 4e-4 (YAML 1.1 reads that as a string; it is accepted).  The potential energy
-reported as ``energy_gravity`` is -F_E . e summed over the elements: gravity (eq 9) plus the constant loads.
+reported as ``energy_gravity`` is -F_E . e summed over the elements: gravity [HW eq 9] plus the constant loads.
 """
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ class BeamJoint:
 
 @dataclass
 class BeamLoad:
-    """A constant force on a beam at arc length s from its first node (Hu & Wang eq 8: F_E = S^T F)."""
+    """A constant force on a beam at arc length s from its first node ([HW eq 8]: F_E = S^T F)."""
     name: str
     beam: str
     s: float
@@ -274,7 +274,7 @@ def beam_model_from_dict(d: dict, source: str = "<model>", strict_names: bool = 
         axis = None
         if t == "translational":
             if "axis" not in j:
-                raise ModelError("a translational joint needs an axis (its sliding direction p, eqs 20-21)",
+                raise ModelError("a translational joint needs an axis (its sliding direction p, [HW eqs 20-21])",
                                  source, f"{fld}.axis")
             axis = _vec2(j["axis"], source, f"{fld}.axis", nonzero=True)
         elif "axis" in j:
@@ -356,12 +356,12 @@ class BeamLayout:
     """Elements in topological order, the coordinate layout and the structure the kernel loops over.
 
     Element s (beam b, local index i) has nodes A (its first) and B; e_s = [r_A, r'_A, r_B, r'_B].
-    Its generalised speeds beta_s (nbeta_s = 4 or 6 numbers at offset off_s, eqs 14, 23):
+    Its generalised speeds beta_s (nbeta_s = 4 or 6 numbers at offset off_s, [HW eqs 14, 23]):
         interior / fixed to a beam tip / ground clamp : beta = V_N(B)                 (4)
         revolute to a beam tip / ground pin          : beta = [r'_A dot, V_N(B)]      (6)
         translational (beam tip or ground slider)     : beta = [gamma dot, lambda dot, V_N(B)]  (6)
     and the coordinates q have the same layout (qdot = beta).  par_s = kinematic parent element
-    (-1: ground).  Elimination order (eq 46): for a chain the paper's order (root first, succ(s) = the
+    (-1: ground).  Elimination order [HW eq 46]: for a chain the paper's order (root first, succ(s) = the
     next element, Psi_{s+1,s} = -upsilon_{s+1,s} P_s^-1); for a branched tree children before parents
     (succ(s) = parent, no fill-in).
     """
@@ -449,8 +449,8 @@ class BeamLayout:
             j = jby[b]
             rows.append(f"beam {b}: elements {s0}..{s1} ({KIND_NAMES[self.kind[s0]]} from {j.parent}), "
                         f"beta offsets {self.off[s0]}..{self.off[s1 + 1] - 1}")
-        rows.append(f"{self.nbar} elements, n = {self.n} generalised coordinates (4 N_bar + 2 N, eq 56 for "
-                    f"pins/revolute/translational); elimination: {'chain (eq 46)' if self.is_chain else 'tree, leaves first'}")
+        rows.append(f"{self.nbar} elements, n = {self.n} generalised coordinates (4 N_bar + 2 N, [HW eq 56] for "
+                    f"pins/revolute/translational); elimination: {'chain [HW eq 46]' if self.is_chain else 'tree, leaves first'}")
         return rows
 
     # ---------------------------------------------------------------- numbers

@@ -13,21 +13,10 @@ from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
+from .joint_types import JOINT_TYPES, QUATERNION_JOINTS, SCALAR_JOINTS, JointType, names_where  # noqa: F401
+
 GROUND = "ground"
 
-# joint type -> (nq, nv, coordinate names, velocity names, needs axis)
-JOINT_TYPES = {
-    "revolute": (1, 1, ["angle"], ["rate"], True),
-    "prismatic": (1, 1, ["disp"], ["vel"], True),
-    "cylindrical": (2, 2, ["angle", "disp"], ["rate", "vel"], True),
-    "universal": (2, 2, ["angle1", "angle2"], ["rate1", "rate2"], True),
-    "spherical": (4, 3, ["qw", "qx", "qy", "qz"], ["wx", "wy", "wz"], False),
-    "planar": (3, 3, ["x", "y", "theta"], ["vx", "vy", "rate"], True),
-    "free": (7, 6, ["x", "y", "z", "qw", "qx", "qy", "qz"], ["vx", "vy", "vz", "wx", "wy", "wz"], False),
-    "fixed": (0, 0, [], [], False),
-}
-QUATERNION_JOINTS = {"spherical": 0, "free": 3}  # joint type -> offset of (w, x, y, z) in its q
-SCALAR_JOINTS = {"revolute", "prismatic", "cylindrical", "universal", "planar"}
 FORCE_FUNCTIONS = ("constant", "sine", "step", "table")
 
 
@@ -36,6 +25,7 @@ from .checks import (LIMIT_SOLREF, LIMITS, ModelError, _check_count, _check_iner
                      _vec, limits_text)
 from .actuators import actuator_dict, validate_actuators  # noqa: E402
 from .tendons import tendon_dict, validate_tendons  # noqa: E402
+from .couplings import coupling_dict, validate_couplings  # noqa: E402
 from .rotations import frame_to_axis, quat_to_rot, rot_axis_angle, rot_rpy, rot_to_quat  # noqa: F401,E402
 from .massprops import check_mass_matrix  # noqa: E402
 
@@ -75,11 +65,11 @@ class Joint:
 
     @property
     def nq(self) -> int:
-        return JOINT_TYPES[self.type][0]
+        return JOINT_TYPES[self.type].nq
 
     @property
     def nv(self) -> int:
-        return JOINT_TYPES[self.type][1]
+        return JOINT_TYPES[self.type].nv
 
 
 @dataclass
@@ -150,6 +140,7 @@ class Model:
     cuts: List[Joint] = field(default_factory=list)  # loop-closing (cut) joints, the file's `loops:` section
     actuators: list = field(default_factory=list)    # codegen.model.actuators.Actuator, in control order
     tendons: list = field(default_factory=list)      # codegen.model.tendons.Tendon (fixed tendons)
+    couplings: list = field(default_factory=list)    # codegen.model.couplings.Coupling (equality rows)
     allow_nonphysical_inertia: bool = False          # inertias that break the triangle inequality: warn, not refuse
 
     def __post_init__(self):
@@ -169,11 +160,11 @@ class Model:
 
     @property
     def coord_names(self) -> List[str]:
-        return [f"{j.name}.{c}" for j in self.joints for c in JOINT_TYPES[j.type][2]]
+        return [f"{j.name}.{c}" for j in self.joints for c in JOINT_TYPES[j.type].coordinates]
 
     @property
     def velocity_names(self) -> List[str]:
-        return [f"{j.name}.{c}" for j in self.joints for c in JOINT_TYPES[j.type][3]]
+        return [f"{j.name}.{c}" for j in self.joints for c in JOINT_TYPES[j.type].velocities]
 
     @property
     def armature(self) -> np.ndarray:
@@ -210,6 +201,8 @@ class Model:
             "tendons": [[[tj.joint, tj.dof] for tj in t.joints] + [t.limits is not None] for t in self.tendons],
             "limits": [j.name for j in self.joints if j.limits is not None],
             "friction": [j.name for j in self.joints if j.friction is not None],
+            **({"couplings": [[[[j, d] for j, d, _ in side] for side in c.sides(self)] for c in self.couplings]}
+               if self.couplings else {}),
         }
 
     def to_dict(self) -> dict:
@@ -240,9 +233,9 @@ def _armature(j: Joint, src, fld, what="armature") -> Optional[np.ndarray]:
 def _limits(j: Joint, src, f) -> None:
     """A joint's limits: [lower, upper] per coordinate (one pair for a one-coordinate joint), lower < upper;
     limit_solref: time constant > 0 and damping ratio > 0."""
-    if j.type not in SCALAR_JOINTS:
-        raise ModelError(f"a {j.type} joint takes no limits (limits bound scalar coordinates: revolute, prismatic, "
-                         "cylindrical, universal, planar)", src, f + ".limits")
+    if not JOINT_TYPES[j.type].scalar:
+        raise ModelError(f"a {j.type} joint takes no limits (limits bound scalar coordinates: "
+                         f"{', '.join(names_where('scalar'))})", src, f + ".limits")
     if j.limits is None:
         raise ModelError("limit_solref without limits", src, f + ".limit_solref")
     v = j.limits
@@ -298,6 +291,8 @@ def model_dict(model: Model) -> dict:
         d["tendons"] = [tendon_dict(t) for t in model.tendons]
     if model.actuators:
         d["actuators"] = [actuator_dict(a, function_dict) for a in model.actuators]
+    if model.couplings:
+        d["couplings"] = [coupling_dict(c) for c in model.couplings]
     if model.simulation:
         d["simulation"] = dict(model.simulation)
     return d
@@ -313,9 +308,11 @@ def function_dict(fn: TimeFunction) -> dict:
 
 
 def default_q(jtype: str) -> np.ndarray:
-    q = np.zeros(JOINT_TYPES[jtype][0])
-    if jtype in QUATERNION_JOINTS:
-        q[QUATERNION_JOINTS[jtype]] = 1.0
+    """The zero pose of a joint type: zero coordinates, identity quaternion."""
+    jt = JOINT_TYPES[jtype]
+    q = np.zeros(jt.nq)
+    if jt.quaternion is not None:
+        q[jt.quaternion] = 1.0
     return q
 
 
@@ -389,8 +386,8 @@ def validate(model: Model) -> None:
         _check_joint_frames(j, src, f, rots, rot_fields)
         if j.q0 is not None:
             j.q0 = _vec(j.q0, j.nq, src, f + ".q0")
-            if j.type in QUATERNION_JOINTS:
-                o = QUATERNION_JOINTS[j.type]
+            o = JOINT_TYPES[j.type].quaternion
+            if o is not None:
                 j.q0[o:o + 4] = _normalised(j.q0[o:o + 4], src, f + ".q0", "quaternion part of q0 must be non-zero")
         if j.u0 is not None:
             j.u0 = _vec(j.u0, j.nv, src, f + ".u0")
@@ -399,7 +396,7 @@ def validate(model: Model) -> None:
         if j.limits is not None or j.limit_solref is not None:
             _limits(j, src, f)
         if j.friction is not None:
-            if j.type not in SCALAR_JOINTS:
+            if not JOINT_TYPES[j.type].scalar:
                 raise ModelError(f"a {j.type} joint takes no friction (Coulomb friction acts on scalar coordinates)",
                                  src, f + ".friction")
             j.friction = _armature(j, src, f + ".friction", "friction")
@@ -441,7 +438,7 @@ def validate(model: Model) -> None:
     for i, s in enumerate(model.springs):
         f = f"forces[{force_name(s, i, JointSpringDamper)}]"
         j = force_joint(s, f)
-        if j.type not in SCALAR_JOINTS:
+        if not JOINT_TYPES[j.type].scalar:
             raise ModelError(f"a joint spring-damper needs a joint with scalar coordinates, not {j.type}",
                              src, f + ".joint")
         for k in ("stiffness", "damping", "q_ref"):
@@ -493,6 +490,8 @@ def validate(model: Model) -> None:
             if a.name in names:
                 raise ModelError(f"duplicate name {a.name!r}", src, f"actuators[{a.name}].name")
             names[a.name] = "actuator"
+    if model.couplings:
+        validate_couplings(model, SCALAR_JOINTS, names)
 
 
 def _check_function(fn, src, f, key) -> None:
@@ -527,18 +526,18 @@ def _check_joint_frames(j: Joint, src: str, f: str, rots: list, rot_fields: list
         p.rot = _mat3(p.rot, src, f"{f}.{side}.rot")
         rots.append(p.rot)
         rot_fields.append(f"{f}.{side}")
-    needs_axis = JOINT_TYPES[j.type][4]
-    if needs_axis:
+    jt = JOINT_TYPES[j.type]
+    if jt.needs_axis:
         j.axis = _unit(_vec(j.axis if j.axis is not None else [0, 0, 1], 3, src, f + ".axis"), src, f + ".axis")
     elif j.axis is not None:
         raise ModelError(f"a {j.type} joint takes no axis", src, f + ".axis")
-    if j.type == "universal":
+    if jt.needs_axis2:
         if j.axis2 is None:
             j.axis2 = np.array([1.0, 0, 0]) if abs(j.axis[0]) < 0.9 else np.array([0, 1.0, 0])
             j.axis2 = np.cross(j.axis, np.cross(j.axis2, j.axis))
         j.axis2 = _unit(_vec(j.axis2, 3, src, f + ".axis2"), src, f + ".axis2")
         if abs(j.axis @ j.axis2) > 1e-9:
-            raise ModelError("universal joint axes must be perpendicular", src, f + ".axis2")
+            raise ModelError(f"{j.type} joint axes must be perpendicular", src, f + ".axis2")
     elif j.axis2 is not None:
         raise ModelError(f"a {j.type} joint takes no axis2", src, f + ".axis2")
 
@@ -558,8 +557,8 @@ def _check_cuts(model: Model, names: dict) -> None:
             raise ModelError(f"duplicate name {c.name!r}", src, f + ".name")
         names[c.name] = "cut joint"
         f = f"loops[{c.name}]"
-        if not isinstance(c.type, str) or c.type not in JOINT_TYPES or c.type == "free":
-            raise ModelError(f"a loop-closing joint is one of {', '.join(t for t in JOINT_TYPES if t != 'free')}, "
+        if not isinstance(c.type, str) or c.type not in JOINT_TYPES or not JOINT_TYPES[c.type].loop_closing:
+            raise ModelError(f"a loop-closing joint is one of {', '.join(names_where('loop_closing'))}, "
                              f"not {_short(c.type)} (a free joint closes nothing)", src, f + ".type")
         for side in ("parent", "child"):
             b = getattr(c, side)

@@ -25,7 +25,8 @@ from typing import Dict, List, Tuple
 import numpy as np
 
 from .checks import ModelError
-from .core import GROUND, JOINT_TYPES, Model, model_dict
+from .core import GROUND, Model, model_dict
+from .joint_types import JOINT_TYPES, or_list
 from .robotfiles import ModelWarning, unique_name
 from .rotations import rot_to_quat
 
@@ -97,8 +98,7 @@ def _left_out(model: Model, fmt: str, what: List[str]):
 
 # ---------------------------------------------------------------- URDF
 
-URDF_TYPES = {"revolute": "continuous", "prismatic": "prismatic", "free": "floating", "planar": "planar",
-              "fixed": "fixed"}
+URDF_TYPES = {t.name: t.urdf for t in JOINT_TYPES.values() if t.urdf}      # ours -> the URDF type written
 
 
 URDF_INERTIA = {"ixx": (0, 0), "ixy": (0, 1), "ixz": (0, 2), "iyy": (1, 1), "iyz": (1, 2), "izz": (2, 2)}
@@ -107,7 +107,8 @@ URDF_INERTIA = {"ixx": (0, 0), "ixy": (0, 1), "ixz": (0, 2), "iyy": (1, 1), "iyz
 def to_urdf(model: Model) -> str:
     bad = [f"{j.name!r} ({j.type})" for j in model.joints if j.type not in URDF_TYPES]
     if bad:
-        raise ModelError(f"URDF has no spherical, universal or cylindrical joints: {', '.join(bad)}; export to "
+        none = or_list(t for t in JOINT_TYPES if t not in URDF_TYPES)
+        raise ModelError(f"URDF has no {none} joints: {', '.join(bad)}; export to "
                          "mjcf or yaml instead", model.source)
     lost = []
     if not np.allclose(model.gravity, [0, 0, -9.81], rtol=0, atol=1e-12):
@@ -133,7 +134,7 @@ def to_urdf(model: Model) -> str:
         ET.SubElement(joint, "child", link=j.child)
         if j.axis is not None:
             ET.SubElement(joint, "axis", xyz=_num(j.axis))
-        if j.type == "prismatic":
+        if URDF_TYPES[j.type] == "prismatic":           # URDF requires the limits of a prismatic joint
             ET.SubElement(joint, "limit", lower="-1e9", upper="1e9", effort="0", velocity="0")
     return f"<!-- {model.name}: exported by mbgen -->\n" + _text(robot)
 
@@ -156,29 +157,32 @@ def minimal_rotation(axis) -> np.ndarray:
     return np.eye(3) + math.sin(ang) * Kx + (1 - math.cos(ang)) * Kx @ Kx
 
 
+def _mj_axis(j, source):
+    """The axis of a MuJoCo joint written for joint j (JointType.mjcf): none, j's axis or axis2, or an in-plane
+    axis of a planar joint (the first two columns of the minimal rotation onto its normal)."""
+    if source in (None, "axis", "axis2"):
+        return None if source is None else getattr(j, source)
+    return minimal_rotation(j.axis)[:, {"plane_x": 0, "plane_y": 1}[source]]
+
+
+def _mj_free(jtype: str) -> bool:
+    """Is the joint type MuJoCo's free joint (written as <freejoint>, on a top-level body)?"""
+    return JOINT_TYPES[jtype].mjcf == (("free", None),)
+
+
 def _mj_joints(j) -> List[Tuple[str, str, np.ndarray, int]]:
-    """(name, MuJoCo type, axis, our dof index) of the MuJoCo joints of one of ours, applied in this order."""
-    t, a, dofs = j.type, j.axis, JOINT_TYPES[j.type][2]
-    if t == "revolute":
-        return [(j.name, "hinge", a, 0)]
-    if t == "prismatic":
-        return [(j.name, "slide", a, 0)]
-    if t == "cylindrical":
-        return [(f"{j.name}.{dofs[0]}", "hinge", a, 0), (f"{j.name}.{dofs[1]}", "slide", a, 1)]
-    if t == "universal":
-        return [(f"{j.name}.{dofs[0]}", "hinge", a, 0), (f"{j.name}.{dofs[1]}", "hinge", j.axis2, 1)]
-    if t == "planar":
-        K = minimal_rotation(a)
-        return [(f"{j.name}.{dofs[0]}", "slide", K[:, 0], 0), (f"{j.name}.{dofs[1]}", "slide", K[:, 1], 1),
-                (f"{j.name}.{dofs[2]}", "hinge", a, 2)]
-    if t == "spherical":
-        return [(j.name, "ball", None, 0)]
-    return []
+    """(name, MuJoCo type, axis, our dof index) of the MuJoCo joints of one of ours, applied in this order
+    (JointType.mjcf): one keeps the joint's name, several are named JOINT.COORDINATE."""
+    if _mj_free(j.type):
+        return []
+    parts, coords = JOINT_TYPES[j.type].mjcf, JOINT_TYPES[j.type].coordinates
+    return [(j.name if len(parts) == 1 else f"{j.name}.{coords[k]}", mjtype, _mj_axis(j, source), k)
+            for k, (mjtype, source) in enumerate(parts)]
 
 
 def to_mjcf(model: Model) -> str:
     for j in model.joints:
-        if j.type == "free" and (j.parent != GROUND or not np.array_equal(j.parent_frame.pos, np.zeros(3))
+        if _mj_free(j.type) and (j.parent != GROUND or not np.array_equal(j.parent_frame.pos, np.zeros(3))
                                  or not np.array_equal(j.parent_frame.rot, np.eye(3))):
             raise ModelError(f"joint {j.name!r}: an MJCF free joint moves a top-level body whose pose is measured "
                              "in the world, so its parent must be ground and its parent_frame the identity",
@@ -201,7 +205,7 @@ def to_mjcf(model: Model) -> str:
     for j, pos, rot, m, com, J in _in_joint_frames(model):
         body = ET.SubElement(element[j.parent], "body", name=j.child, pos=_num(pos), quat=_num(rot_to_quat(rot)))
         element[j.child] = body
-        if j.type == "free":
+        if _mj_free(j.type):
             ET.SubElement(body, "freejoint", name=j.name)
         s = springs.get(j.name)
         for name, mjtype, axis, k in _mj_joints(j):

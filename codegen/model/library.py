@@ -13,6 +13,7 @@ import numpy as np
 from .beams import pendulum  # noqa: F401  (flexible pendulum M3)
 from .core import (GROUND, LIMITS, Body, Joint, JointForce, JointSpringDamper, Model, Placement, TimeFunction,
                    limits_text)
+from .joint_types import JOINT_TYPES
 
 AXIAL = 1e-3 / 12
 
@@ -142,7 +143,8 @@ def space_robot() -> Model:
     return Model("space_robot", B, J, gravity=np.zeros(3), joint_forces=F)
 
 
-JOINT_MIX = ("revolute", "prismatic", "cylindrical", "universal", "spherical", "planar", "fixed")
+# every joint type but the free one (random_tree(floating=True) gives the root one), in registry order
+JOINT_MIX = tuple(t for t in JOINT_TYPES if t != "free")
 
 
 def random_rotation(rng) -> np.ndarray:
@@ -170,9 +172,9 @@ def random_tree(n: int, seed: int = 0, types=JOINT_MIX, floating: bool = False, 
             kk = k - 1 if floating else k
             jt = types[kk] if kk < len(types) else str(rng.choice(types))
             parent = "ground" if k == 0 else f"b{int(rng.integers(0, k))}"
-        axis = rng.normal(size=3) if jt in ("revolute", "prismatic", "cylindrical", "universal", "planar") else None
+        axis = rng.normal(size=3) if JOINT_TYPES[jt].needs_axis else None
         axis2 = None
-        if jt == "universal":
+        if JOINT_TYPES[jt].needs_axis2:
             axis2 = np.cross(axis, rng.normal(size=3))
         joints.append(Joint(f"j{k}", jt, parent, f"b{k}", Placement(rng.normal(scale=0.5, size=3), random_rotation(rng)),
                             Placement(rng.normal(scale=0.5, size=3), random_rotation(rng)), axis=axis, axis2=axis2))
@@ -181,7 +183,7 @@ def random_tree(n: int, seed: int = 0, types=JOINT_MIX, floating: bool = False, 
     for j, (iq, iv) in zip(m.joints, m.q_offsets()):
         j.q0, j.u0 = q[iq:iq + j.nq], u[iv:iv + j.nv]
     if forces:
-        scal = [j for j in m.joints if j.type in ("revolute", "prismatic", "cylindrical", "universal", "planar")]
+        scal = [j for j in m.joints if JOINT_TYPES[j.type].scalar]
         m.springs = [JointSpringDamper(f"spring_{j.name}", j.name, rng.uniform(1, 5, j.nv), rng.uniform(0, 1, j.nv),
                                        rng.normal(size=j.nv)) for j in scal[:3]]
         m.point_springs = [PointSpringDamper("ps0", "ground", rng.normal(size=3), m.bodies[-1].name, rng.normal(size=3),
@@ -203,14 +205,13 @@ def random_state(model: Model, rng):
     """Random q (unit quaternions where needed) and u."""
     q, u = [], []
     for j in model.joints:
-        if j.type == "spherical":
-            v = rng.normal(size=4)
-            q.extend(v / np.linalg.norm(v))
-        elif j.type == "free":
-            v = rng.normal(size=4)
-            q.extend(list(rng.normal(size=3)) + list(v / np.linalg.norm(v)))
-        else:
+        o = JOINT_TYPES[j.type].quaternion
+        if o is None:
             q.extend(rng.uniform(-1.5, 1.5, j.nq))
+        else:                       # the unit quaternion drawn first, then the other coordinates around it
+            v = rng.normal(size=4)
+            rest = list(rng.normal(size=j.nq - 4)) if j.nq > 4 else []
+            q.extend(rest[:o] + list(v / np.linalg.norm(v)) + rest[o:])
         u.extend(rng.normal(size=j.nv))
     return np.array(q), np.array(u)
 

@@ -15,6 +15,7 @@ import numpy as np
 from .beams import beam_model_from_dict
 from .actuators import ACTUATOR_KEYS, actuator_from_dict
 from .tendons import TENDON_KEYS, tendon_from_dict
+from .couplings import COUPLING_KEYS, coupling_from_dict
 from .checks import _check_keys
 from .core import (FORCE_FUNCTIONS, LIMITS, Body, Joint, JointForce, JointSpringDamper, Model, ModelError,
                    Placement, PointSpringDamper, TimeFunction, _check_count, _mat3, _name, _normalised, _num,
@@ -84,7 +85,7 @@ def _time_function(d, source, fld) -> TimeFunction:
 
 
 _TOP_KEYS = {"name", "gravity", "bodies", "joints", "loops", "forces", "tendons", "actuators", "simulation",
-             "allow_nonphysical_inertia"}   # 'simulation': read elsewhere
+             "allow_nonphysical_inertia", "couplings"}   # 'simulation': read elsewhere
 _BODY_KEYS = {"name", "mass", "com", "inertia"}
 _JOINT_KEYS = {"name", "type", "parent", "child", "parent_frame", "child_frame", "axis", "axis2", "q0", "u0",
                "armature", "limits", "limit_solref", "friction"}
@@ -202,10 +203,17 @@ def model_from_dict(d: dict, source: str = "<model>", strict_names: bool = False
             raise ModelError(f"expected a mapping, got {_short(ad)}", source, f)
         _check_keys(ad, ACTUATOR_KEYS, source, f)
         actuators.append(actuator_from_dict(ad, source, f, nm, _time_function))
+    couplings = []
+    for i, cd in enumerate(_section(d, "couplings", source)):
+        f = f"couplings[{i}]"
+        if not isinstance(cd, dict):
+            raise ModelError(f"expected a mapping, got {_short(cd)}", source, f)
+        _check_keys(cd, COUPLING_KEYS, source, f)
+        couplings.append(coupling_from_dict(cd, source, f, nm))
     return Model(name, bodies, joints, gravity=d.get("gravity", [0.0, -9.81, 0.0]), springs=springs,
                  point_springs=psprings, joint_forces=jforces, source=source,
                  simulation=parse_simulation(d.get("simulation"), source, beams=False), cuts=cuts,
-                 actuators=actuators, tendons=tendons,
+                 actuators=actuators, tendons=tendons, couplings=couplings,
                  allow_nonphysical_inertia=d.get("allow_nonphysical_inertia", False) is True)
 
 

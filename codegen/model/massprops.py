@@ -2,9 +2,9 @@
 robot files), and the check that the mass matrix is regular when some bodies carry no mass or no rotational
 inertia (massless links between joints, point masses).
 
-Featherstone, Rigid Body Dynamics Algorithms (2008): spatial inertia about a point (eq 2.63), composite
+Featherstone, Rigid Body Dynamics Algorithms (2008): spatial inertia about a point [RBDA eq 2.63], composite
 rigid-body inertia (sect. 6.2), articulated-body inertia and its joint-space projection D = S^T I^A S
-(sect. 7.3, eqs 7.38-7.45). ABA divides by D at every joint, so D singular at a joint <=> the mass matrix is
+(sect. 7.3, [RBDA eqs 7.38-7.45]). ABA divides by D at every joint, so D singular at a joint <=> the mass matrix is
 singular: the joint's subtree has no inertia along (a combination of) the joint's motions.
 """
 from __future__ import annotations
@@ -32,7 +32,7 @@ def moved(m: float, com, J, pos, rot) -> Tuple[float, np.ndarray, np.ndarray]:
 
 def lumped(parts: Iterable[Tuple[float, np.ndarray, np.ndarray]]) -> Tuple[float, np.ndarray, np.ndarray]:
     """One rigid body from several (mass, com, inertia about the com), all in one frame: the total mass, the
-    common centre of mass, and the inertia about it (parallel axis theorem, Featherstone eq 2.63). Massless
+    common centre of mass, and the inertia about it (parallel axis theorem, [RBDA eq 2.63]). Massless
     parts add their rotational inertia only; with no mass at all the centre is the origin."""
     parts = [(float(mk), np.asarray(ck, float), np.asarray(Jk, float)) for mk, ck, Jk in parts]
     m = sum(mk for mk, _, _ in parts)
@@ -55,43 +55,66 @@ def degenerate(body) -> bool:
 
 # ---------------------------------------------------------------- mass-matrix regularity
 
-def _relative_motion(j, rng):
-    """A generic (random) relative pose (R, p) of the child joint frame in the parent joint frame, and the
-    joint's motion directions as (kind, direction in the parent joint frame after the motion) pairs."""
-    t, a = j.type, j.axis
-    R, p, cols = np.eye(3), np.zeros(3), []
-    if t in ("revolute", "cylindrical"):
-        R = rot_axis_angle(a, rng.uniform(-np.pi, np.pi))
-        cols.append(("rot", a))
-    if t in ("prismatic", "cylindrical"):
-        p = a * rng.uniform(-0.5, 0.5)
-        cols.append(("lin", a))
-    if t == "universal":
-        R1 = rot_axis_angle(a, rng.uniform(-np.pi, np.pi))
-        R = R1 @ rot_axis_angle(j.axis2, rng.uniform(-np.pi, np.pi))
-        cols += [("rot", a), ("rot", R1 @ j.axis2)]
-    if t == "planar":
-        e1 = np.cross(a, [1.0, 0, 0] if abs(a[0]) < 0.9 else [0, 1.0, 0])
-        e1 /= np.linalg.norm(e1)
-        e2 = np.cross(a, e1)
-        R = rot_axis_angle(a, rng.uniform(-np.pi, np.pi))
-        p = e1 * rng.uniform(-0.5, 0.5) + e2 * rng.uniform(-0.5, 0.5)
-        cols += [("lin", e1), ("lin", e2), ("rot", a)]
-    if t in ("spherical", "free"):
-        R = quat_to_rot(rng.normal(size=4))
-        cols += [("rot", e) for e in np.eye(3)]
-        if t == "free":
-            p = rng.uniform(-0.5, 0.5, 3)
-            cols += [("lin", e) for e in np.eye(3)]
-    return R, p, cols
+def _turn(j, rng):
+    """A revolute joint's pose: a turn about its axis."""
+    return rot_axis_angle(j.axis, rng.uniform(-np.pi, np.pi)), np.zeros(3), [("rot", j.axis)]
+
+
+def _slide(j, rng):
+    """A prismatic joint's pose: a slide along its axis."""
+    return np.eye(3), j.axis * rng.uniform(-0.5, 0.5), [("lin", j.axis)]
+
+
+def _screw(j, rng):
+    """A cylindrical joint's pose: a turn about its axis, then a slide along it."""
+    R, _, turn = _turn(j, rng)
+    _, p, slide = _slide(j, rng)
+    return R, p, turn + slide
+
+
+def _universal(j, rng):
+    """A universal joint's pose: a turn about its axis, then one about axis2 (carried by the first)."""
+    a = j.axis
+    R1 = rot_axis_angle(a, rng.uniform(-np.pi, np.pi))
+    R = R1 @ rot_axis_angle(j.axis2, rng.uniform(-np.pi, np.pi))
+    return R, np.zeros(3), [("rot", a), ("rot", R1 @ j.axis2)]
+
+
+def _planar(j, rng):
+    """A planar joint's pose: a slide in the plane normal to its axis and a turn about it."""
+    a = j.axis
+    e1 = np.cross(a, [1.0, 0, 0] if abs(a[0]) < 0.9 else [0, 1.0, 0])
+    e1 /= np.linalg.norm(e1)
+    e2 = np.cross(a, e1)
+    R = rot_axis_angle(a, rng.uniform(-np.pi, np.pi))
+    p = e1 * rng.uniform(-0.5, 0.5) + e2 * rng.uniform(-0.5, 0.5)
+    return R, p, [("lin", e1), ("lin", e2), ("rot", a)]
+
+
+def _ball(j, rng):
+    """A spherical joint's pose: any rotation."""
+    return quat_to_rot(rng.normal(size=4)), np.zeros(3), [("rot", e) for e in np.eye(3)]
+
+
+def _free(j, rng):
+    """A free joint's pose: any rotation and a shift."""
+    R, _, cols = _ball(j, rng)
+    return R, rng.uniform(-0.5, 0.5, 3), cols + [("lin", e) for e in np.eye(3)]
+
+
+# joint type -> (joint, rng) -> a generic (random) relative pose (R, p) of the child joint frame in the parent joint
+# frame and the joint's motion directions as (kind, direction in the parent joint frame after the motion) pairs
+RELATIVE_MOTIONS = {"revolute": _turn, "prismatic": _slide, "cylindrical": _screw, "universal": _universal,
+                    "planar": _planar, "spherical": _ball, "free": _free,
+                    "fixed": lambda j, rng: (np.eye(3), np.zeros(3), [])}
 
 
 def singular_joint(model, seed: int = 20261122) -> Optional[Tuple[str, str]]:
     """(joint name, coordinate) of the first joint, tip to root, whose articulated inertia D = S^T I^A S is
-    singular at a generic configuration (Featherstone eqs 7.38-7.45), else None.
+    singular at a generic configuration [RBDA eqs 7.38-7.45], else None.
 
     Everything is in world axes about the world origin: body spatial inertia I = [[J + m c~ c~^T, m c~],
-    [m c~^T, m 1]] (eq 2.63, angular part first), a rotation about unit a through r has the motion [a; r x a], a
+    [m c~^T, m 1]] ([RBDA eq 2.63], angular part first), a rotation about unit a through r has the motion [a; r x a], a
     translation [0; a]. D is scaled by the largest inertia the subtree could have along each motion (mass times
     squared distance from the joint plus rotational inertias, or the mass), so the test is dimensionless and
     insensitive to round-off."""
@@ -105,7 +128,7 @@ def singular_joint(model, seed: int = 20261122) -> Optional[Tuple[str, str]]:
         Rp, pp = (np.eye(3), np.zeros(3)) if parent[k] < 0 else (Rb[parent[k]], pb[parent[k]])
         Rjp = Rp @ j.parent_frame.rot
         pjp = pp + Rp @ j.parent_frame.pos
-        RJ, pJ, cols = _relative_motion(j, rng)
+        RJ, pJ, cols = RELATIVE_MOTIONS[j.type](j, rng)
         Rjc, pjc = Rjp @ RJ, pjp + Rjp @ pJ
         Rb[k] = Rjc @ j.child_frame.rot.T
         pb[k] = pjc - Rb[k] @ j.child_frame.pos

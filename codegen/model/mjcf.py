@@ -31,10 +31,13 @@ Mapping:
 * active ``connect`` and ``weld`` equality constraints between bodies -> spherical and fixed cut joints (the
   model's loops: solved by the recursive family with its constraint stabilisation; MuJoCo's own are soft
   constraints of its solver).
+* active ``joint`` and ``tendon`` (fixed tendons) equality constraints -> couplings (codegen.model.couplings: one hard
+  constraint row each, with the cut joints' Lagrange multipliers and stabilisation; MuJoCo's are soft), their
+  polynomial shifted from MuJoCo's reference form y - y0 = p(x - x0) to y = p(x).
 
-Refused with a message (they change the dynamics and have no counterpart here): joint, tendon and site
-equality constraints, spatial tendons (an unused one is left out), friction loss of ball and free joints, gravity compensation,
-fluid forces, stiffness or damping of ball and free joints. Contacts (some pair of geoms can touch) are refused
+Refused with a message (they change the dynamics and have no counterpart here): site-based equality constraints
+and tendon equalities on spatial tendons, spatial tendons (an unused one is left out), friction loss of ball and
+free joints, gravity compensation, fluid forces, stiffness or damping of ball and free joints. Contacts (some pair of geoms can touch) are refused
 too, unless ``ignore_contacts``: then the model is simulated without them and a ``ModelWarning`` says so.
 * actuators with a hinge or slide joint transmission and no activation dynamics (motor, position without
   timeconst, velocity, general affine) -> general affine actuators (codegen.model.actuators), in MuJoCo's order,
@@ -52,13 +55,17 @@ import numpy as np
 
 from .checks import LIMITS, ModelError, _name
 from .core import GROUND, Body, Joint, JointSpringDamper, Model, Placement
+from .joint_types import JOINT_TYPES as OURS
 from .massprops import lumped, moved
 from .robotfiles import ModelWarning, listing, open_regular, parse_xml, read_limited, require, unique_name
 from .rotations import quat_to_rot, rot_axis_angle
 
 __all__ = ["ModelWarning", "load_mjcf", "model_from_mjmodel"]
 
-JOINT_TYPES = {0: "free", 1: "spherical", 2: "prismatic", 3: "revolute"}      # mjtJoint -> ours
+MJT_JOINT = ("free", "ball", "slide", "hinge")                                   # mjtJoint's names
+# mjtJoint -> ours: the type made of that one MuJoCo joint (JointType.mjcf)
+JOINT_TYPES = {k: next(t.name for t in OURS.values() if [m for m, _ in t.mjcf] == [mj])
+               for k, mj in enumerate(MJT_JOINT)}
 GEOMS = {2: "sphere", 3: "capsule", 5: "cylinder", 6: "box"}                     # mjtGeom -> visuals
 
 
@@ -186,15 +193,24 @@ def model_from_mjmodel(mj, path: str = "<mjcf>", ignore_contacts: bool = False,
     for e in range(mj.neq):
         if not mj.eq_active0[e] or mj.opt.disableflags & int(D.mjDSBL_EQUALITY):
             continue                                     # inactive in the file: changes nothing
+        if mj.eq_type[e] in (int(mujoco.mjtEq.mjEQ_JOINT), int(mujoco.mjtEq.mjEQ_TENDON)):
+            continue                                     # couplings (_couplings; tendons: fixed ones, below)
         if mj.eq_type[e] not in (int(mujoco.mjtEq.mjEQ_CONNECT), int(mujoco.mjtEq.mjEQ_WELD)) \
                 or mj.eq_objtype[e] != int(O.mjOBJ_BODY):
             kind = mujoco.mjtEq(int(mj.eq_type[e])).name.split('_', 1)[1].lower()
             problems.append(f"the {kind} equality constraint {enames[e]!r} (connect and weld constraints between "
-                            "bodies are imported as cut joints; joint, tendon and site couplings are not yet)")
+                            "bodies are imported as cut joints, joint and fixed-tendon equalities as couplings; "
+                            "site-based and other equalities are not)")
     used = set(mj.actuator_trnid[mj.actuator_trntype == int(mujoco.mjtTrn.mjTRN_TENDON), 0].tolist()) \
         if mj.nu and not ignore_actuators and not mj.opt.disableflags & int(D.mjDSBL_ACTUATION) else set()
     tnames = _names(mj, mujoco, O.mjOBJ_TENDON, mj.ntendon, "tendon")
     fixed = _fixed_tendons(mj)
+    for e in _equalities(mj, mujoco, int(mujoco.mjtEq.mjEQ_TENDON)):
+        bad = [tnames[t] for t in (mj.eq_obj1id[e], mj.eq_obj2id[e]) if t >= 0 and t not in fixed]
+        if bad:
+            problems.append(f"the tendon equality constraint {enames[e]!r} on the spatial tendon "
+                            f"{listing(bad)} (tendon equalities couple fixed tendons)")
+        used.update(int(t) for t in (mj.eq_obj1id[e], mj.eq_obj2id[e]) if t >= 0)
     spatial = [t for t in range(mj.ntendon) if t not in fixed and (t in used or mj.tendon_stiffness[t]
                                                                    or mj.tendon_damping[t] or mj.tendon_limited[t])]
     if spatial:                                          # an unused spatial tendon changes nothing: left out
@@ -275,7 +291,7 @@ def model_from_mjmodel(mj, path: str = "<mjcf>", ignore_contacts: bool = False,
             a, axis = np.asarray(mj.jnt_pos[j], float), np.asarray(mj.jnt_axis[j], float)
             child = body_name[i] if k == len(ids) - 1 else unique_name(f"{body_name[i]}.{jnames[j]}", taken)
             taken[child] = 1
-            q0 = qpos0[mj.jnt_qposadr[j]:mj.jnt_qposadr[j] + {"free": 7, "spherical": 4}.get(jt, 1)]
+            q0 = qpos0[mj.jnt_qposadr[j]:mj.jnt_qposadr[j] + OURS[jt].nq]
             if jt == "free":                                # qpos: the body frame in the world
                 pf, cf = Placement(), Placement()
             else:
@@ -286,18 +302,19 @@ def model_from_mjmodel(mj, path: str = "<mjcf>", ignore_contacts: bool = False,
                     fpos = fpos - frot @ axis * q0[0]
                 pf, cf = Placement(fpos, frot), Placement(a, np.eye(3))
             adr = int(mj.jnt_dofadr[j])
-            arm = np.array(mj.dof_armature[adr:adr + {"free": 6, "spherical": 3}.get(jt, 1)], float)
-            lim = mj.jnt_limited[j] and jt in ("revolute", "prismatic")
-            joints.append(Joint(jnames[j], jt, par, child, pf, cf, axis=axis if jt in ("revolute", "prismatic")
+            arm = np.array(mj.dof_armature[adr:adr + OURS[jt].nv], float)
+            scalar = OURS[jt].scalar                         # hinge, slide: one coordinate along an axis
+            lim = mj.jnt_limited[j] and scalar
+            joints.append(Joint(jnames[j], jt, par, child, pf, cf, axis=axis if scalar
                                 else None, q0=q0.copy(), armature=arm if np.any(arm) else None,
                                 limits=np.array([mj.jnt_range[j]], float) if lim else None,
                                 limit_solref=np.array(mj.jnt_solref[j], float) if lim else None,
-                                friction=[float(mj.dof_frictionloss[adr])] if jt in ("revolute", "prismatic")
+                                friction=[float(mj.dof_frictionloss[adr])] if scalar
                                 and mj.dof_frictionloss[adr] else None))
             if k < len(ids) - 1:
                 bodies.append(Body(child, 0.0, np.zeros(3), np.zeros((3, 3))))
             par = child
-            if jt in ("revolute", "prismatic"):
+            if scalar:
                 k_s = float(mj.jnt_stiffness[j]) if springs_on else 0.0
                 d_s = float(mj.dof_damping[mj.jnt_dofadr[j]]) if dampers_on else 0.0
                 if k_s or d_s:
@@ -326,9 +343,10 @@ def model_from_mjmodel(mj, path: str = "<mjcf>", ignore_contacts: bool = False,
     tendons = [_tendon(mj, t, tnames, jnames, taken) for t in fixed]
     tmap = {t: ten.name for t, ten in zip(fixed, tendons)}
     actuators = _actuators(mj, mujoco, jnames, tmap, taken) if actuated and not ignore_actuators else []
+    couplings = _couplings(mj, mujoco, jnames, tmap, enames, taken, joints)
     model = Model(mujoco.mj_id2name(mj, O.mjOBJ_MODEL, 0) or os.path.splitext(os.path.basename(path))[0] or "mjcf",
                   bodies, joints, gravity=gravity, springs=springs, source=path, actuators=actuators,
-                  tendons=tendons, cuts=cuts, allow_nonphysical_inertia=True)
+                  tendons=tendons, cuts=cuts, couplings=couplings, allow_nonphysical_inertia=True)
     model.visuals = _visuals(mj, anchor, gnames)
     return model
 
@@ -368,7 +386,8 @@ def _connects(mj, mujoco, anchor, enames, taken) -> List[Joint]:
     eq_data[6:10] quaternion) and body2's frame at the anchor (eq_data[0:3]) coincide."""
     out = []
     for e in range(mj.neq):
-        if not mj.eq_active0[e] or mj.opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_EQUALITY):
+        if not mj.eq_active0[e] or mj.opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_EQUALITY) \
+                or mj.eq_type[e] not in (int(mujoco.mjtEq.mjEQ_CONNECT), int(mujoco.mjtEq.mjEQ_WELD)):
             continue
         d = np.asarray(mj.eq_data[e], float)
         weld = mj.eq_type[e] == int(mujoco.mjtEq.mjEQ_WELD)
@@ -381,6 +400,44 @@ def _connects(mj, mujoco, anchor, enames, taken) -> List[Joint]:
         name = unique_name(enames[e] or f"{'weld' if weld else 'connect'}{e}", taken)
         taken[name] = 1
         out.append(Joint(name, "fixed" if weld else "spherical", ends[0][0][0], ends[1][0][0], *frames))
+    return out
+
+
+def _equalities(mj, mujoco, kind) -> List[int]:
+    """The active equality constraints of one mjtEq kind."""
+    if mj.opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_EQUALITY):
+        return []
+    return [e for e in range(mj.neq) if mj.eq_active0[e] and mj.eq_type[e] == kind]
+
+
+def _couplings(mj, mujoco, jnames, tmap, enames, taken, joints) -> list:
+    """Active joint and (fixed) tendon equality constraints as couplings. MuJoCo's hold relative to the reference
+    configuration: y - y0 = c0 + c1 (x - x0) + ... + c4 (x - x0)^4 (y, x: joint1's and joint2's qpos, or tendon1's
+    and tendon2's length; y0, x0: at qpos0; no joint2 / tendon2: y - y0 = c0), so the polynomial is shifted to ours,
+    y = p(x) (couplings.shifted). Where c0 != 0, qpos0 violates a joint coupling: joint1's q0 is set to y0 + p(x0)."""
+    from .couplings import Coupling, shifted
+    qpos0 = np.asarray(mj.qpos0, float)
+    by_name = {j.name: j for j in joints}
+    out = []
+    for kind in (int(mujoco.mjtEq.mjEQ_JOINT), int(mujoco.mjtEq.mjEQ_TENDON)):
+        for e in _equalities(mj, mujoco, kind):
+            ids = [int(mj.eq_obj1id[e]), int(mj.eq_obj2id[e])]
+            if kind == int(mujoco.mjtEq.mjEQ_JOINT):
+                ref = [qpos0[mj.jnt_qposadr[i]] if i >= 0 else 0.0 for i in ids]
+                names = [jnames[i] if i >= 0 else None for i in ids]
+            else:
+                ref = [float(mj.tendon_length0[i]) if i >= 0 else 0.0 for i in ids]
+                names = [tmap[i] if i >= 0 else None for i in ids]
+            c = np.asarray(mj.eq_data[e, :5], float) if ids[1] >= 0 else np.array([mj.eq_data[e, 0], 0, 0, 0, 0])
+            name = unique_name(enames[e] or f"{'joint' if kind == int(mujoco.mjtEq.mjEQ_JOINT) else 'tendon'}{e}",
+                               taken)
+            taken[name] = 1
+            if kind == int(mujoco.mjtEq.mjEQ_JOINT):
+                out.append(Coupling(name, names[0], names[1], shifted(c, ref[0], ref[1])))
+                if c[0]:
+                    by_name[names[0]].q0 = np.array([ref[0] + c[0]])
+            else:
+                out.append(Coupling(name, polycoef=shifted(c, ref[0], ref[1]), tendon=names[0], tendon2=names[1]))
     return out
 
 

@@ -17,7 +17,8 @@ import json
 from functools import lru_cache
 
 from .checks import LIMITS, ModelError, _short, limits_text
-from .core import FORCE_FUNCTIONS, JOINT_TYPES
+from .core import FORCE_FUNCTIONS
+from .joint_types import JOINT_TYPES, names_where, or_list
 from .schema_fast import RANGE_KEYWORDS, _accepts, _decide
 
 NUMERIC_STRING = r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$"
@@ -102,7 +103,7 @@ def _joint_kinds():
     return [{"if": {"properties": {"type": {"const": t}}, "required": ["type"]},
              "then": {"properties": {"q0": _coords(nq, f"{t}: {nq} coordinates"),
                                      "u0": _coords(nv, f"{t}: {nv} velocities")}}}
-            for t, (nq, nv, *_rest) in JOINT_TYPES.items() if nq]
+            for t, nq, nv in ((t.name, t.nq, t.nv) for t in JOINT_TYPES.values()) if nq]
 
 
 def _frame(description):
@@ -172,7 +173,7 @@ def _actuators():
                                  "x-expected": "one of motor, position, velocity, general",
                                  "description": "motor: f = ctrl; position: f = kp (ctrl - L) - kv V; velocity: "
                                                 "f = kv (ctrl - V); general: gain and bias (default motor)"},
-                        "joint": _name("the joint (revolute, prismatic, cylindrical, universal or planar)"),
+                        "joint": _name(f"the joint ({or_list(names_where('scalar'))})"),
                         "tendon": _name("a fixed tendon instead of a joint: L = gear times its length"),
                         "dof": _integer("index of the joint's velocity coordinate (default 0)", minimum=0),
                         "gear": _number("transmission ratio: L = gear q, tau = gear f (default 1)"),
@@ -202,6 +203,26 @@ def _tendons():
         "limits": _vector(2, "[lower, upper] of L, a compliant limit as the joints' (see limit_solref)"),
         "limit_solref": _vector(2, "time constant and damping ratio of the limit (default 0.02 1)"),
     }, required=("name", "joints"))
+
+
+def _couplings():
+    return _mapping("a coupling: a hard equality constraint L1 = c0 + c1 L2 + ... + c4 L2^4 between two scalar "
+                    "coordinates (L: a joint coordinate or a fixed tendon's length; MuJoCo's joint and tendon "
+                    "equality, URDF's mimic), one constraint row solved like the cut joints' (Lagrange multipliers, "
+                    "Baumgarte's stabilisation); the initial state must satisfy it", {
+                        "name": _name("coupling name (unique)"),
+                        "joint": _name(f"the coupled joint, L1 ({or_list(names_where('scalar'))})"),
+                        "dof": _integer("index of joint's coordinate (default 0)", minimum=0),
+                        "tendon": _name("a fixed tendon instead of joint: L1 = its length"),
+                        "joint2": _name("the joint it follows, L2 (none: L1 = c0)"),
+                        "dof2": _integer("index of joint2's coordinate (default 0)", minimum=0),
+                        "tendon2": _name("a fixed tendon instead of joint2: L2 = its length"),
+                        "polycoef": {"type": "array", "items": NUMBER, "minItems": 1, "maxItems": 5,
+                                     "x-expected": "a list of 1 to 5 numbers",
+                                     "description": "c0 .. c4 (missing ones 0; default 0 1: L1 = L2)"},
+                        "multiplier": _number("instead of polycoef: L1 = multiplier L2 + offset (default 1)"),
+                        "offset": _number("instead of polycoef (default 0)"),
+                    }, required=("name",))
 
 
 def _simulation():
@@ -268,7 +289,7 @@ def _rigid():
                        k: v for k, v in joint["properties"].items() if k not in ("q0", "u0", "armature", "limits",
                                                                                  "limit_solref", "friction")},
                    required=("name", "type", "parent", "child"))
-    cut["properties"]["type"] = dict(joint["properties"]["type"], enum=[t for t in JOINT_TYPES if t != "free"])
+    cut["properties"]["type"] = dict(joint["properties"]["type"], enum=list(names_where("loop_closing")))
     joint["allOf"] = _joint_kinds()
     return _mapping("a tree of rigid bodies", {
         "name": _name("model name (default: the file name)"),
@@ -281,6 +302,8 @@ def _rigid():
         "tendons": _list("fixed tendons", _tendons(), "forces", "tendons", nullable=True),
         "actuators": _list("actuators, in control order (the ctrl vector's)", _actuators(), "forces", "actuators",
                            nullable=True),
+        "couplings": _list("couplings: equality constraints between coordinates", _couplings(), "forces",
+                           "couplings", nullable=True),
         "simulation": {"$ref": "#/$defs/simulation", "description": "simulation settings (below)"},
         "allow_nonphysical_inertia": {"type": "boolean", "x-expected": "true or false",
                                       "description": "true: inertias that break the triangle inequality load with a "

@@ -14,8 +14,10 @@ Mapping (the same as pinocchio's ``buildModelFromUrdf``, so results can be compa
 * base: fixed by default (the root link and the links fixed to it are ``ground``; their inertia does not enter
   the dynamics); ``floating_base=True`` adds a free joint ``root_joint`` (pinocchio's name) from ground to the
   root link. Gravity is (0, 0, -9.81), pinocchio's default.
-* mimic joints: refused, naming the joint; ``mimic="independent"`` keeps them as independent joints (pinocchio's
-  default, ``mimic=False``).
+* mimic joints (``<mimic joint multiplier offset>``): by default (``mimic="couple"``) a coupling q = multiplier
+  q_other + offset (codegen.model.couplings: a hard constraint row; the mimic joint's q0 is set to offset so the
+  zero pose satisfies it), as pinocchio 3's ``mimic=True``; ``mimic="independent"`` keeps them as independent joints
+  (pinocchio's ``mimic=False``); ``mimic="refuse"`` refuses the file, naming the joint.
 * ``<limit lower upper>`` of revolute and prismatic joints (when lower < upper) -> the joint's limits (a compliant
   spring-damper, MuJoCo's default time constant 0.02 s and damping ratio 1: templates/shared/limits.pyx.j2);
   ``<dynamics damping>`` -> a joint damper; ``<dynamics friction>`` -> the joint's Coulomb friction (regularised:
@@ -36,17 +38,17 @@ from typing import Dict, List, Tuple
 import numpy as np
 
 from .checks import ModelError, _name
-from .core import GROUND, JOINT_TYPES, Body, Joint, JointSpringDamper, Model, Placement
+from .core import GROUND, Body, Joint, JointSpringDamper, Model, Placement
+from .joint_types import JOINT_TYPES
 from .massprops import lumped, moved
 from .robotfiles import ModelWarning, parse_xml, read_limited, require, unique_name, xml_version_1
 
-JOINT_MAP = {"revolute": "revolute", "continuous": "revolute", "prismatic": "prismatic", "floating": "free",
-             "planar": "planar", "fixed": "fixed"}
+JOINT_MAP = {u: t.name for t in JOINT_TYPES.values() for u in (*t.urdf_aliases, t.urdf) if u}   # URDF -> ours
 ROOT_JOINT = "root_joint"
-MIMIC = ("refuse", "independent")
+MIMIC = ("couple", "independent", "refuse")
 
 
-def load_urdf(path, floating_base: bool = False, mimic: str = "refuse") -> Model:
+def load_urdf(path, floating_base: bool = False, mimic: str = "couple") -> Model:
     """A validated Model from a URDF file (see the module docstring for the mapping)."""
     path = os.fspath(path)
     if mimic not in MIMIC:
@@ -180,7 +182,7 @@ def _visuals(link, pose) -> List[dict]:
     return out
 
 
-def model_from_urdf(robot, path: str, lines=None, floating_base: bool = False, mimic: str = "refuse",
+def model_from_urdf(robot, path: str, lines=None, floating_base: bool = False, mimic: str = "couple",
                     transmissions=()) -> Model:
     """A Model from a parsed yourdfpy ``Robot`` (fixed joints merged, pinocchio's coordinate order)."""
     lines = lines or {}
@@ -229,6 +231,7 @@ def model_from_urdf(robot, path: str, lines=None, floating_base: bool = False, m
     members.setdefault(anchor[root][0], []).append(root)
     stack = [(None, root)]
     seen = 0
+    mimics = []
     while stack:           # depth first over the joints, those below a link by name (urdfdom's map order)
         j, link = stack.pop()
         seen += 1
@@ -243,21 +246,25 @@ def model_from_urdf(robot, path: str, lines=None, floating_base: bool = False, m
             continue
         if j.mimic is not None and mimic == "refuse":
             raise ModelError(f"{_where(lines, 'joint', j.name)} mimics joint {j.mimic.joint!r}: coupled joints "
-                             "are not supported. mimic='independent' (--mimic independent) keeps it as an "
+                             "are refused on request (mimic='refuse'). mimic='couple' (the default) couples "
+                             "them, mimic='independent' (--mimic independent) keeps it as an "
                              "independent joint, as pinocchio does by default", path)
         jt = JOINT_MAP[j.type]
-        axis = None if jt == "free" else np.asarray(j.axis if j.axis is not None else [1.0, 0, 0], float)
+        nv, scalar = JOINT_TYPES[jt].nv, JOINT_TYPES[jt].scalar
+        axis = np.asarray(j.axis if j.axis is not None else [1.0, 0, 0], float) if JOINT_TYPES[jt].needs_axis else None
         lim = j.limit if j.type in ("revolute", "prismatic") else None
         lim = [[lim.lower, lim.upper]] if lim is not None and lim.lower is not None and lim.upper is not None \
             and lim.lower < lim.upper else None
         dyn = j.dynamics
         joints.append(Joint(j.name, jt, body, body_name[link], Placement(frame[0], frame[1]), Placement(),
-                            axis=axis, limits=lim, friction=[float(dyn.friction)] * JOINT_TYPES[jt][1]
-                            if dyn is not None and dyn.friction and jt not in ("free", "fixed") else None))
-        if dyn is not None and dyn.damping and jt != "free":
+                            axis=axis, limits=lim, friction=[float(dyn.friction)] * nv
+                            if dyn is not None and dyn.friction and scalar else None))
+        if j.mimic is not None and mimic == "couple":
+            mimics.append(j)
+        if dyn is not None and dyn.damping and scalar:
             taken[unique_name(f"{j.name}.damping", taken)] = 1
-            springs.append(JointSpringDamper(list(taken)[-1], j.name, [0.0] * JOINT_TYPES[jt][1],
-                                             [float(dyn.damping)] * JOINT_TYPES[jt][1], [0.0] * JOINT_TYPES[jt][1]))
+            springs.append(JointSpringDamper(list(taken)[-1], j.name, [0.0] * nv, [float(dyn.damping)] * nv,
+                                             [0.0] * nv))
 
         anchor[link] = (body_name[link], identity)
         members.setdefault(body_name[link], []).append(link)
@@ -285,14 +292,50 @@ def model_from_urdf(robot, path: str, lines=None, floating_base: bool = False, m
         if items:
             visuals[body] = items
     actuators = _transmissions(transmissions, joints, path, taken)
+    couplings = _mimic_couplings(mimics, joints, lines, path, taken)
     try:
         model = Model(robot.name, bodies, joints, gravity=np.array([0.0, 0.0, -9.81]), source=path, springs=springs,
-                      allow_nonphysical_inertia=True, actuators=actuators)
+                      allow_nonphysical_inertia=True, actuators=actuators, couplings=couplings)
     except ModelError as e:
         raise _with_links(e, members, body_name) from None
     model.visuals = visuals
     model.frames = {ln: (anchor[ln][0], anchor[ln][1][0].tolist(), anchor[ln][1][1].tolist()) for ln in anchor}
     return model
+
+
+def _mimic_couplings(mimics, joints, lines, path, taken) -> list:
+    """<mimic joint multiplier offset> -> couplings q = multiplier q_other + offset (named JOINT.mimic); the mimic
+    joints' q0 follow from their leaders' (zero unless they mimic too), so the zero pose satisfies them."""
+    from .couplings import Coupling
+    by_name = {j.name: j for j in joints}
+    out, rule = [], {}
+    for j in mimics:
+        other = j.mimic.joint
+        if other not in by_name:
+            raise ModelError(f"{_where(lines, 'joint', j.name)} mimics joint {other!r}, which is not a moving joint "
+                             "of the file (fixed joints are merged)", path)
+        m = 1.0 if j.mimic.multiplier is None else float(j.mimic.multiplier)
+        o = 0.0 if j.mimic.offset is None else float(j.mimic.offset)
+        if not (math.isfinite(m) and math.isfinite(o)):
+            raise ModelError(f"{_where(lines, 'joint', j.name)}: <mimic> multiplier and offset must be finite", path)
+        name = unique_name(f"{j.name}.mimic", taken)
+        taken[name] = 1
+        out.append(Coupling(name, j.name, other, [o, m]))
+        rule[j.name] = (other, m, o)
+    q0 = {}
+
+    def value(n, depth=0):                  # q0 of a joint through its chain of leaders (a cycle: left at 0)
+        if n not in rule or depth > len(rule):
+            return 0.0
+        if n not in q0:
+            other, m, o = rule[n]
+            q0[n] = m * value(other, depth + 1) + o
+        return q0[n]
+    for n in rule:
+        v = value(n)
+        if v and by_name[n].nq == 1:
+            by_name[n].q0 = [v]
+    return out
 
 
 def _read_transmissions(root) -> list:
@@ -319,7 +362,7 @@ def _transmissions(transmissions, joints, path, taken) -> list:
     or velocity interfaces, whose controller gains are not in the file; differential ones) are left out with a
     warning naming them."""
     from .actuators import Actuator
-    moving = {j.name for j in joints if j.type in ("revolute", "prismatic")}
+    moving = {j.name for j in joints if JOINT_TYPES[j.type].scalar and j.nv == 1}     # one coordinate to drive
     out, left = [], []
     for tname, typ, tjoints, reds in transmissions:
         ifaces = [i for _, fs in tjoints for i in fs]

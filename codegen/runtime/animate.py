@@ -3,7 +3,7 @@
 Rigid models are drawn as sticks between joint points (the Result's ``joint_pos``), plus each body's centroid;
 a body without children is drawn from its joint through its centroid to the point as far beyond it (the far
 end of a uniform rod). Models whose points all stay in one plane are drawn in 2-D, others in 3-D. Beam models
-are drawn element by element with the ANCF shape functions, r(xi) = S(xi) e (Hu & Wang eqs 2-3), from the
+are drawn element by element with the ANCF shape functions, r(xi) = S(xi) e [HW eqs 2-3], from the
 Result's ``element_coords``. Every frame carries the time and the energies.
 
 Also here: the extra result arrays the drawing needs (``joint_geometry``, ``beam_geometry``), computed by
@@ -50,7 +50,7 @@ def joint_geometry(model, body_names, com, quat) -> dict:
 
 
 def beam_geometry(system, q) -> dict:
-    """element_coords (nt x n_elements x 8, e = [r_A, r'_A, r_B, r'_B], Hu & Wang eq 1) and element_length:
+    """element_coords (nt x n_elements x 8, e = [r_A, r'_A, r_B, r'_B], [HW eq 1]) and element_length:
     what the shape functions need to draw every element at every sample."""
     lengths = {bm.name: bm.length / bm.elements for bm in system.model.beams}
     order = system.plan.beam_order
@@ -60,7 +60,7 @@ def beam_geometry(system, q) -> dict:
 
 
 def element_curves(e, length, npts: int = 11) -> np.ndarray:
-    """Points r = S(xi) e on every element (..., n_elements, npts, 2); the cubic shape functions of eq 3:
+    """Points r = S(xi) e on every element (..., n_elements, npts, 2); the cubic shape functions of [HW eq 3]:
     S = [N1 I, l N2 I, N3 I, l N4 I]."""
     xi = np.linspace(0.0, 1.0, npts)
     N = np.stack([1 - 3 * xi ** 2 + 2 * xi ** 3, xi - 2 * xi ** 2 + xi ** 3, 3 * xi ** 2 - 2 * xi ** 3,

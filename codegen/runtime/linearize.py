@@ -24,15 +24,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model import QUATERNION_JOINTS
+from ..model import JOINT_TYPES
 
 
 def quaternion_slots(model):
     """(q offset of (w, x, y, z), v offset of the body rate) of every quaternion joint."""
     out = []
     for j, (iq, iv) in zip(model.joints, model.q_offsets()):
-        if j.type in QUATERNION_JOINTS:
-            o = QUATERNION_JOINTS[j.type]
+        o = JOINT_TYPES[j.type].quaternion
+        if o is not None:
             out.append((iq + o, iv + o))
     return out
 

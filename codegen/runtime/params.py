@@ -137,7 +137,13 @@ def set_param(model, path: str, value) -> None:
         raise ParamError(f"{path}: expected a number, got {value!r}") from None
     if not math.isfinite(v):
         raise ParamError(f"{path}: expected a finite number, got {value!r}")
-    obj, field, idx = _target(model, path)
+    assign(_target(model, path), path, v)
+
+
+def assign(target, path: str, v: float) -> None:
+    """Set the number ``v`` (finite) at a resolved target (obj, field, idx) of ``_target``: set_param without
+    resolving the path again (the sweeps' fast path resolves each path once)."""
+    obj, field, idx = target
     if isinstance(obj, Beam) and field in _POSITIVE_BEAM and v <= 0:
         raise ParamError(f"{path}: must be positive, got {v:g}")
     if idx is None:

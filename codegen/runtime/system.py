@@ -58,7 +58,7 @@ def runtime_kind(model, algorithm=None) -> str:
         return "beams"
     fam = FAMILIES.get(algorithm or "recursive")
     kind = fam.runtime if fam is not None else "tree"
-    return "loops" if kind == "tree" and getattr(model, "cuts", None) else kind
+    return "loops" if kind == "tree" and (getattr(model, "cuts", None) or getattr(model, "couplings", None)) else kind
 
 
 def refused(name: str, why: str):

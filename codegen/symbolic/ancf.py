@@ -5,40 +5,40 @@ algorithm complexity", Chinese Journal of Theoretical and Applied Mechanics 48(5
 (seed text shared/seeds/000_2dfa52d2e1bf2ae2.txt).  Equation numbers below are the paper's.
 
 Everything is derived with sympy from the paper's definitions; nothing is typed in by hand except the
-shape functions (eq 3).  Functions are short and named after the paper's symbols:
+shape functions [HW eq 3].  Functions are short and named after the paper's symbols:
 
-    e                 nodal coordinates                                   eq 1
-    S, r = S e        shape function matrix                               eqs 2-3
-    M_E               mass matrix  rho A l int_0^1 S^T S dxi              eq 4
-    u_s, U            chord-frame deformation and elastic energy          eqs 5-6
-    F_EK, dF_EK/de    elastic force (gradient of U) and its Jacobian      eq 7
-    F_E, F_EG         external nodal forces and gravity                   eqs 8-9
+    e                 nodal coordinates                                   [HW eq 1]
+    S, r = S e        shape function matrix                               [HW eqs 2-3]
+    M_E               mass matrix  rho A l int_0^1 S^T S dxi              [HW eq 4]
+    u_s, U            chord-frame deformation and elastic energy          [HW eqs 5-6]
+    F_EK, dF_EK/de    elastic force (gradient of U) and its Jacobian      [HW eq 7]
+    F_E, F_EG         external nodal forces and gravity                   [HW eqs 8-9]
 
 plus C code generation for F_EK and its Jacobian (cse + sympy's C99 printer) and the ``INSPECT``
 table used by ``mbgen inspect``.
 
 Reading notes on the seed text (the text is an OCR/HTML conversion; some formulas are damaged):
 
-* Eq 1 prints the coordinate order e = [r_A; r_B; r'_A; r'_B], but the shape matrix (eq 3), the
-  printed mass matrix (eq 4), the gravity vector (eq 9) and the node-major velocities of eqs 11-12
+* [HW eq 1] prints the coordinate order e = [r_A; r_B; r'_A; r'_B], but the shape matrix [HW eq 3], the
+  printed mass matrix [HW eq 4], the gravity vector [HW eq 9] and the node-major velocities of [HW eqs 11-12]
   all use  e = [r_A; r'_A; r_B; r'_B] = [x_A, y_A, x'_A, y'_A, x_B, y_B, x'_B, y'_B].  We use the
-  latter (the only order consistent with eqs 3, 4, 9 and 12).
-* Eq 4 prints the matrix without its factor; int_V rho S^T S dV = rho A l * (printed matrix).
-* Eq 6 is legible: U = 1/2 int_0^l [E a (u_l')^2 + E I (u_t'')^2] ds, with "a" the cross-section
+  latter (the only order consistent with [HW eqs 3, 4, 9, 12]).
+* [HW eq 4] prints the matrix without its factor; int_V rho S^T S dV = rho A l * (printed matrix).
+* [HW eq 6] is legible: U = 1/2 int_0^l [E a (u_l')^2 + E I (u_t'')^2] ds, with "a" the cross-section
   area (called A here).  The bending term is the paper's own curvature measure: the second
   derivative of the transverse displacement u_t in the frame rotated by the chord angle alpha (a
   linearised curvature in the co-rotated chord frame), not the exact curvature |r' x r''|/|r'|^3.
-* Eq 7 is garbled in the text (one term reads "+T(A_22+B_11)e(...)", the e^T is lost; the
+* [HW eq 7] is garbled in the text (one term reads "+T(A_22+B_11)e(...)", the e^T is lost; the
   auxiliary matrices A_ij, B_ij, A_i are only defined by reference to Shabana's report [4]).  It is
-  reconstructed here as the chain rule of eq 6 written with
+  reconstructed here as the chain rule of [HW eq 6] written with
         A_ij = E A int_0^l S_i'^T S_j' ds,  B_ij = E I int_0^l S_i''^T S_j'' ds,  A_i = E A int_0^l S_i' ds
   (S_i = i-th row of S), i.e.
         U = 1/2 e^T [c^2 (A11+B22) + s^2 (A22+B11) + c s (A12+A21-B12-B21)] e - (c A1 + s A2) e + E A l/2
   with c = cos(alpha), s = sin(alpha); see ``elastic_force_eq7`` (it equals the symbolic gradient,
-  which tests/symbolic/test_ancf_symbolic.py checks).  "F_EK = K_E e" in eq 7 is notation only: F_EK is
+  which tests/symbolic/test_ancf_symbolic.py checks).  "F_EK = K_E e" in [HW eq 7] is notation only: F_EK is
   not linear in e.
-* Eq 9 prints F_EG = m g [0, 1/2, 0, l/12, 0, 1/2, 0, -l/12]^T, i.e. g is the signed y component
-  of gravity; here F_EG = int rho A S^T g ds for any g = (g_x, g_y), which reduces to eq 9 for
+* [HW eq 9] prints F_EG = m g [0, 1/2, 0, l/12, 0, 1/2, 0, -l/12]^T, i.e. g is the signed y component
+  of gravity; here F_EG = int rho A S^T g ds for any g = (g_x, g_y), which reduces to [HW eq 9] for
   g_x = 0, g_y = g.
 
 The chord angle alpha (Fig. 2) is the angle of r_B - r_A:  cos(alpha) = (x_B - x_A)/d,
@@ -60,14 +60,14 @@ from sympy.printing.precedence import PRECEDENCE
 
 # ------------------------------------------------------------------ symbols (paper notation)
 
-xi = sp.Symbol("xi", real=True)                 # xi = s / l, eq 3
+xi = sp.Symbol("xi", real=True)                 # xi = s / l, [HW eq 3]
 s_arc = sp.Symbol("s", real=True)               # arc-length coordinate s along the element
 l, E, A, I, rho = sp.symbols("l E A I rho", positive=True)   # length, modulus, area, area moment, density
 gx, gy = sp.symbols("g_x g_y", real=True)       # gravity components
 alpha = sp.Symbol("alpha", real=True)           # chord angle (Fig. 2)
 d = sp.Symbol("d", positive=True)               # chord length |r_B - r_A|
 
-# nodal coordinates in the order [r_A; r'_A; r_B; r'_B] (see module notes on eq 1)
+# nodal coordinates in the order [r_A; r'_A; r_B; r'_B] (see module notes on [HW eq 1])
 E_NAMES = ("x_A", "y_A", "x'_A", "y'_A", "x_B", "y_B", "x'_B", "y'_B")
 e = sp.ImmutableMatrix([sp.Symbol(n, real=True) for n in E_NAMES])
 
@@ -75,12 +75,12 @@ e = sp.ImmutableMatrix([sp.Symbol(n, real=True) for n in E_NAMES])
 # ------------------------------------------------------------------ element kinematics
 
 def nodal_coordinates() -> sp.Matrix:
-    # Hu & Wang 2016, eq 1 (order [r_A; r'_A; r_B; r'_B], the one used by eqs 3, 4, 9, 12)
+    # Hu & Wang 2016, [HW eq 1] (order [r_A; r'_A; r_B; r'_B], the one used by [HW eqs 3, 4, 9, 12])
     return e
 
 
 def shape_functions() -> List[sp.Expr]:
-    # Hu & Wang 2016, eq 3: cubic Hermite functions of xi = s/l
+    # Hu & Wang 2016, [HW eq 3]: cubic Hermite functions of xi = s/l
     return [1 - 3 * xi**2 + 2 * xi**3,
             l * (xi - 2 * xi**2 + xi**3),
             3 * xi**2 - 2 * xi**3,
@@ -89,7 +89,7 @@ def shape_functions() -> List[sp.Expr]:
 
 @lru_cache(maxsize=None)
 def shape_matrix() -> sp.Matrix:
-    # Hu & Wang 2016, eq 3: S = [N1 I2, N2 I2, N3 I2, N4 I2]  (2 x 8), r = S e (eq 2)
+    # Hu & Wang 2016, [HW eq 3]: S = [N1 I2, N2 I2, N3 I2, N4 I2]  (2 x 8), r = S e [HW eq 2]
     N = shape_functions()
     S = sp.zeros(2, 8)
     for k in range(4):
@@ -99,7 +99,7 @@ def shape_matrix() -> sp.Matrix:
 
 
 def position() -> sp.Matrix:
-    # Hu & Wang 2016, eq 2: r(xi) = S e
+    # Hu & Wang 2016, [HW eq 2]: r(xi) = S e
     return shape_matrix() * e
 
 
@@ -121,7 +121,7 @@ def d_ds(expr, n: int = 1):
 
 @lru_cache(maxsize=None)
 def mass_matrix() -> sp.Matrix:
-    # Hu & Wang 2016, eq 4: M_E = int_V rho S^T S dV = rho A l int_0^1 S^T S dxi
+    # Hu & Wang 2016, [HW eq 4]: M_E = int_V rho S^T S dV = rho A l int_0^1 S^T S dxi
     S = shape_matrix()
     return sp.ImmutableMatrix((rho * A * l * (S.T * S).applyfunc(int01)).applyfunc(sp.factor))
 
@@ -129,14 +129,14 @@ def mass_matrix() -> sp.Matrix:
 # ------------------------------------------------------------------ chord frame and elastic energy
 
 def chord_frame() -> sp.Matrix:
-    # Hu & Wang 2016, eq 5: rotation by the chord angle alpha (element frame of Fig. 2)
+    # Hu & Wang 2016, [HW eq 5]: rotation by the chord angle alpha (element frame of Fig. 2)
     c, s = sp.cos(alpha), sp.sin(alpha)
     return sp.Matrix([[c, s], [-s, c]])
 
 
 def chord_gradients() -> Tuple[sp.Matrix, sp.Matrix]:
     """d(alpha)/de and d(d)/de in terms of cos(alpha), sin(alpha), d (alpha = atan2(y_B-y_A, x_B-x_A))."""
-    # Hu & Wang 2016, eq 7: the d(cos alpha)/de = -sin(alpha) d(alpha)/de, d(sin alpha)/de = cos(alpha) d(alpha)/de
+    # Hu & Wang 2016, [HW eq 7]: the d(cos alpha)/de = -sin(alpha) d(alpha)/de, d(sin alpha)/de = cos(alpha) d(alpha)/de
     c, s = sp.cos(alpha), sp.sin(alpha)
     grad_alpha = sp.Matrix([s, -c, 0, 0, -s, c, 0, 0]) / d
     grad_d = sp.Matrix([-c, -s, 0, 0, c, s, 0, 0])
@@ -158,7 +158,7 @@ def total_derivative(expr, k: int):
 
 @lru_cache(maxsize=None)
 def deformation() -> sp.Matrix:
-    # Hu & Wang 2016, eq 5: u_s = [u_l, u_t] = R(alpha) (r - r_A) - [s, 0]
+    # Hu & Wang 2016, [HW eq 5]: u_s = [u_l, u_t] = R(alpha) (r - r_A) - [s, 0]
     r = position()
     r_A = r.subs(xi, 0)
     return sp.ImmutableMatrix(chord_frame() * (r - r_A) - sp.Matrix([l * xi, 0]))
@@ -166,7 +166,7 @@ def deformation() -> sp.Matrix:
 
 @lru_cache(maxsize=None)
 def strain_energy() -> sp.Expr:
-    # Hu & Wang 2016, eq 6: U = 1/2 int_0^l [E A (u_l')^2 + E I (u_t'')^2] ds  ("Ea" of the text = E A);
+    # Hu & Wang 2016, [HW eq 6]: U = 1/2 int_0^l [E A (u_l')^2 + E I (u_t'')^2] ds  ("Ea" of the text = E A);
     # u_t'' in the chord frame is the paper's (linearised) curvature.  ds = l dxi.
     u_l, u_t = deformation()
     integrand = E * A * d_ds(u_l) ** 2 + E * I * d_ds(u_t, 2) ** 2
@@ -176,21 +176,21 @@ def strain_energy() -> sp.Expr:
 
 @lru_cache(maxsize=None)
 def elastic_force() -> sp.Matrix:
-    # Hu & Wang 2016, eq 7: F_EK = dU/de (symbolic gradient, chain rule through alpha(e))
+    # Hu & Wang 2016, [HW eq 7]: F_EK = dU/de (symbolic gradient, chain rule through alpha(e))
     U = strain_energy()
     return sp.ImmutableMatrix([total_derivative(U, k) for k in range(8)])
 
 
 @lru_cache(maxsize=None)
 def elastic_jacobian() -> sp.Matrix:
-    # Hu & Wang 2016, eq 7 differentiated once more: K_T = dF_EK/de (8 x 8, the Hessian of U)
+    # Hu & Wang 2016, [HW eq 7] differentiated once more: K_T = dF_EK/de (8 x 8, the Hessian of U)
     F = elastic_force()
     return sp.ImmutableMatrix(8, 8, lambda i, j: total_derivative(F[i], j))
 
 
 @lru_cache(maxsize=None)
 def paper_matrices() -> Dict[str, sp.Matrix]:
-    # Hu & Wang 2016, eq 7 auxiliary matrices (defined only by reference [4] in the paper; reconstructed):
+    # Hu & Wang 2016, [HW eq 7] auxiliary matrices (defined only by reference [4] in the paper; reconstructed):
     # A_ij = E A int S_i'^T S_j' ds, B_ij = E I int S_i''^T S_j'' ds, A_i = E A int S_i' ds (1 x 8)
     S = shape_matrix()
     S1, S2 = d_ds(S), d_ds(S, 2)
@@ -209,7 +209,7 @@ def paper_matrices() -> Dict[str, sp.Matrix]:
 
 @lru_cache(maxsize=None)
 def elastic_force_eq7() -> sp.Matrix:
-    # Hu & Wang 2016, eq 7 as printed (reconstructed where garbled: "+T(A22+B11)e" -> "+e^T(A22+B11)e")
+    # Hu & Wang 2016, [HW eq 7] as printed (reconstructed where garbled: "+T(A22+B11)e" -> "+e^T(A22+B11)e")
     P = paper_matrices()
     c, s = sp.cos(alpha), sp.sin(alpha)
     grad_alpha, _ = chord_gradients()
@@ -227,7 +227,7 @@ def elastic_force_eq7() -> sp.Matrix:
 # ------------------------------------------------------------------ applied forces
 
 def external_force(F=None, xi_F=None) -> sp.Matrix:
-    # Hu & Wang 2016, eq 8: F_E = S^T F for a force F applied at xi_F (virtual work F . S de)
+    # Hu & Wang 2016, [HW eq 8]: F_E = S^T F for a force F applied at xi_F (virtual work F . S de)
     F = sp.Matrix(sp.symbols("F_x F_y", real=True)) if F is None else sp.Matrix(F)
     xi_F = sp.Symbol("xi_F", real=True) if xi_F is None else xi_F
     return shape_matrix().subs(xi, xi_F).T * F
@@ -235,7 +235,7 @@ def external_force(F=None, xi_F=None) -> sp.Matrix:
 
 @lru_cache(maxsize=None)
 def gravity_force() -> sp.Matrix:
-    # Hu & Wang 2016, eq 9: F_EG = int_0^l rho A S^T g ds for g = (g_x, g_y); eq 9 is g_x = 0, g_y = g
+    # Hu & Wang 2016, [HW eq 9]: F_EG = int_0^l rho A S^T g ds for g = (g_x, g_y); [HW eq 9] is g_x = 0, g_y = g
     S = shape_matrix()
     g = sp.Matrix([gx, gy])
     return sp.ImmutableMatrix((rho * A * l * (S.T * g).applyfunc(int01)).applyfunc(sp.factor))
@@ -302,7 +302,7 @@ def c_assignments(what: Sequence[str] = ("F_EK", "dF_EK"), e_name: str = "e", F_
                   temp_prefix: str = "t") -> List[Tuple[str, str]]:
     """(target, C expression) assignments computing F_EK (F[0..7]) and/or dF_EK/de (J[0..63], row-major).
 
-    Inputs of the code: the array ``e[0..7]`` (order of eq 1 as used here) and the scalars E, A, I, l
+    Inputs of the code: the array ``e[0..7]`` (order of [HW eq 1] as used here) and the scalars E, A, I, l
     (names changeable with ``params``, e.g. if ``I`` clashes with complex.h).  The first five
     assignments compute the chord (chord_x, chord_y, chord, cos_a, sin_a); then the common
     subexpressions of sympy ``cse`` (temp_prefix0, temp_prefix1, ...); then the outputs.  Every
@@ -332,7 +332,7 @@ def cython_function(name: str = "ancf_beam_elastic", what: Sequence[str] = ("F_E
         args.append("double* J")
     lines = ["# needs: from libc.math cimport sqrt, pow   and   # cython: cdivision=True",
              f"cdef void {name}({', '.join(args)}) noexcept nogil:",
-             "    # Hu & Wang 2016, eq 7: F = dU/de (F[0..7]) and J = dF/de (J[0..63], row-major)"]
+             "    # Hu & Wang 2016, [HW eq 7]: F = dU/de (F[0..7]) and J = dF/de (J[0..63], row-major)"]
     locs = c_locals(assigns)
     for i in range(0, len(locs), 12):
         lines.append("    cdef double " + ", ".join(locs[i:i + 12]))
@@ -344,12 +344,12 @@ def cython_function(name: str = "ancf_beam_elastic", what: Sequence[str] = ("F_E
 
 def _inspect_beam():
     return OrderedDict([
-        ("e (eq 1)", nodal_coordinates()),
-        ("S (eq 3)", shape_matrix()),
-        ("M_E (eq 4)", mass_matrix()),
-        ("U (eq 6)", strain_energy()),
-        ("F_EK (eq 7)", elastic_force()),
-        ("F_EG (eq 9)", gravity_force()),
+        ("e [HW eq 1]", nodal_coordinates()),
+        ("S [HW eq 3]", shape_matrix()),
+        ("M_E [HW eq 4]", mass_matrix()),
+        ("U [HW eq 6]", strain_energy()),
+        ("F_EK [HW eq 7]", elastic_force()),
+        ("F_EG [HW eq 9]", gravity_force()),
     ])
 
 
@@ -357,28 +357,28 @@ def _inspect_elastic():
     P = paper_matrices()
     grad_alpha, grad_d = chord_gradients()
     return OrderedDict([
-        ("u_s (eq 5)", deformation()),
-        ("U (eq 6)", strain_energy()),
-        ("A11 + B22 (eq 7)", P["A11"] + P["B22"]),
-        ("A22 + B11 (eq 7)", P["A22"] + P["B11"]),
-        ("A12 + A21 - B12 - B21 (eq 7)", P["A12"] + P["A21"] - P["B12"] - P["B21"]),
-        ("A1 (eq 7)", P["A1"]),
-        ("A2 (eq 7)", P["A2"]),
+        ("u_s [HW eq 5]", deformation()),
+        ("U [HW eq 6]", strain_energy()),
+        ("A11 + B22 [HW eq 7]", P["A11"] + P["B22"]),
+        ("A22 + B11 [HW eq 7]", P["A22"] + P["B11"]),
+        ("A12 + A21 - B12 - B21 [HW eq 7]", P["A12"] + P["A21"] - P["B12"] - P["B21"]),
+        ("A1 [HW eq 7]", P["A1"]),
+        ("A2 [HW eq 7]", P["A2"]),
         ("d alpha / d e", grad_alpha),
-        ("F_EK (eq 7)", elastic_force()),
+        ("F_EK [HW eq 7]", elastic_force()),
     ])
 
 
 def _inspect_gravity():
     return OrderedDict([
-        ("F_E (eq 8)", external_force()),
-        ("F_EG (eq 9)", gravity_force()),
+        ("F_E [HW eq 8]", external_force()),
+        ("F_EG [HW eq 9]", gravity_force()),
         ("V_G = -F_EG . e", gravity_potential()),
     ])
 
 
 def _inspect_mass():
-    return OrderedDict([("S (eq 3)", shape_matrix()), ("M_E (eq 4)", mass_matrix())])
+    return OrderedDict([("S [HW eq 3]", shape_matrix()), ("M_E [HW eq 4]", mass_matrix())])
 
 
 INSPECT = {

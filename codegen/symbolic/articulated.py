@@ -1,4 +1,4 @@
-"""The spatial algebra of Kang & Yoon's recursion (seed 002, eqs 25-36) as sympy kernels, printed as Cython.
+"""The spatial algebra of Kang & Yoon's recursion (seed 002, [KY eqs 25-36]) as sympy kernels, printed as Cython.
 
 Every 6x6 matrix and 6-vector of the recursion is world-frame (linear; angular) about the analysis
 reference point P of its body.  The symmetric 6x6 mass matrices (body M^P, articulated M_j) are stored as
@@ -6,17 +6,17 @@ their upper triangle, row by row, in 21 numbers (``UPPER``; entry (a, b), a <= b
 
 Kernels (one Cython helper each, ``cdef inline void NAME(self, ...) noexcept nogil``):
 
-    B2_column            B_j2 column [B^v - e~ B^w ; B^w], e = P - r_j                  eqs (25), (33)
-    D_term               velocity-product term D_j of Ydot_j = B1 Ydot_i + B2 qdd + D     eqs (27), (35)
+    B2_column            B_j2 column [B^v - e~ B^w ; B^w], e = P - r_j                  [KY eqs 25, 33]
+    D_term               velocity-product term D_j of Ydot_j = B1 Ydot_i + B2 qdd + D     [KY eqs 27, 35]
     body_at_P            body mass matrix and force at P: M += T^T M^c T,
-                         Q += T^T (Q^c - M^c Tdot Y), J^c = A J' A^T                      eqs (3), (8), (36)
+                         Q += T^T (Q^c - M^c Tdot Y), J^c = A J' A^T                      [KY eqs 3, 8, 36]
     joint_projection_n   Q' = Q - M D, U = M B2 (= M_j21^T), M22 = B2^T M B2 + diag(I_a),
-                         Q2 = B2^T Q' + tau (I_a: the joint's armature, rotor inertia)                eq (28)
-                         n = 1: also eq (29)'s elimination (K = U / M22, k0 = Q2 / M22, M -= U K^T, Q' -= U k0)
+                         Q2 = B2^T Q' + tau (I_a: the joint's armature, rotor inertia)                [KY eq 28]
+                         n = 1: also [KY eq 29]'s elimination (K = U / M22, k0 = Q2 / M22, M -= U K^T, Q' -= U k0)
                          n = 0: only Q' = Q - M D
-    articulated_update_n M -= U K, Q -= U k0 (K = M22^-1 U^T, k0 = M22^-1 Q2)             eq (29)
-    shift_to_parent      Mp += B1^T M B1, Qp += B1^T Q, B1 = [[I, -dl~], [0, I]], dl = P_j - P_i   eqs (25), (29), (33)
-    joint_acceleration_n qdd = k0 - K B1 Ydot_i ; Ydot_j = B1 Ydot_i + B2 qdd + D           eqs (26), (30), (34)
+    articulated_update_n M -= U K, Q -= U k0 (K = M22^-1 U^T, k0 = M22^-1 Q2)             [KY eq 29]
+    shift_to_parent      Mp += B1^T M B1, Qp += B1^T Q, B1 = [[I, -dl~], [0, I]], dl = P_j - P_i   [KY eqs 25, 29, 33]
+    joint_acceleration_n qdd = k0 - K B1 Ydot_i ; Ydot_j = B1 Ydot_i + B2 qdd + D           [KY eqs 26, 30, 34]
 
 Each kernel is built from sympy matrices in the textbook form, specialised to the analysis reference point
 (centroid: c = r^c - P = 0; joint: e = P - r_j = 0; origin: P = 0, B1 = I) so vanishing terms drop out,
@@ -71,7 +71,7 @@ def block(A, B, C, D):
 
 
 def B1_matrix(dl: sp.Matrix) -> sp.Matrix:
-    """Velocity transformation B_j1 = [[I, -dl~], [0, I]] of eq (25) (eq 33: dl = 0, B1 = I)."""
+    """Velocity transformation B_j1 = [[I, -dl~], [0, I]] of [KY eq 25] ([KY eq 33]: dl = 0, B1 = I)."""
     return block(sp.eye(3), -skew(dl), sp.zeros(3), sp.eye(3))
 
 
@@ -88,7 +88,7 @@ class Arg:
 class Kernel:
     """One straight-line helper: named locals (lets), then outputs ``target op= expr``."""
     name: str
-    equation: str                                   # "Kang & Yoon eq (29)" ...
+    equation: str                                   # "[KY eq 29]" ...
     doc: str
     args: Tuple[Arg, ...]
     lets: List[Tuple[sp.Symbol, sp.Basic]] = field(default_factory=list)
@@ -216,9 +216,9 @@ def _ref(ref: str):
 
 def B2_column(ref: str) -> Kernel:
     _ref(ref)
-    k = Kernel("B2_column", "Kang & Yoon eqs (25), (33)",
+    k = Kernel("B2_column", "[KY eqs 25, 33]",
                "One column of the velocity transformation B_j2 = [B^v - e~ B^w ; B^w], e = P - r_j "
-               "(eq 25: e = rho_j; eq 33: e = -r_j; joint point: B2 = H).",
+               "([KY eq 25]: e = rho_j; [KY eq 33]: e = -r_j; joint point: B2 = H).",
                (Arg("H", 6, "in"), Arg("P", 3, "in"), Arg("r", 3, "in"), Arg("B2", 6, "out")))
     H, r = arr("H", 6), _vec("r")
     P = sp.zeros(3, 1) if ref == "origin" else _vec("P")
@@ -229,7 +229,7 @@ def B2_column(ref: str) -> Kernel:
 
 def D_term(ref: str) -> Kernel:
     _ref(ref)
-    k = Kernel("D_term", "Kang & Yoon eqs (27), (35)",
+    k = Kernel("D_term", "[KY eqs 27, 35]",
                "Velocity-product term D_j of Ydot_j = B1 Ydot_i + B2 qdd_j + D_j: angular w_i x w_ij + "
                "A_i C_j Bdot^w' q' (cw); linear w_i x (Pd_j - Pd_i) + w_i x v_ij + Bdot^v q' (cv) + D^w x e "
                "+ w_ij x edot, e = P - r_j. Ground parent: w_i = 0.",
@@ -250,10 +250,10 @@ def D_term(ref: str) -> Kernel:
 
 def body_at_P(ref: str) -> Kernel:
     _ref(ref)
-    k = Kernel("body_at_P", "Kang & Yoon eqs (3), (8), (36)",
+    k = Kernel("body_at_P", "[KY eqs 3, 8, 36]",
                "Own body at P, added to the children's M (packed upper) and Q: M += T^T M^c T = "
-               "[[m I, -m c~], [m c~, J^c - m c~ c~]] (eq 36), Q += T^T (Q^c - M^c Tdot Y) (eq 8) with "
-               "M^c, Q^c of eq (3), c = r^c - P, J^c = A J' A^T (comment 1 after eq 30), F^c = m g + F_e.",
+               "[[m I, -m c~], [m c~, J^c - m c~ c~]] [KY eq 36], Q += T^T (Q^c - M^c Tdot Y) [KY eq 8] with "
+               "M^c, Q^c of [KY eq 3], c = r^c - P, J^c = A J' A^T (comment 1 after [KY eq 30]), F^c = m g + F_e.",
                (Arg("A", 9, "in"), Arg("J", 9, "in"), Arg("m", 1, "in", True), Arg("g", 3, "in"), Arg("Fe", 3, "in"),
                 Arg("Te", 3, "in"), Arg("w", 3, "in"), Arg("rc", 3, "in"), Arg("vc", 3, "in"), Arg("P", 3, "in"),
                 Arg("Pd", 3, "in"), Arg("M", NSYM, "inout"), Arg("Q", 6, "inout")))
@@ -271,12 +271,12 @@ def body_at_P(ref: str) -> Kernel:
     else:
         P, Pd = (sp.zeros(3, 1),) * 2 if ref == "origin" else (_vec("P"), _vec("Pd"))
         c, dv = _vec("rc") - P, Pd - _vec("vc")                           # c = r^c - P = -s^P, dv = sdot^P
-    T = block(I3, -skew(c), Z3, I3)                                        # eq (4), s^P = -c
+    T = block(I3, -skew(c), Z3, I3)                                        # [KY eq 4], s^P = -c
     Td = block(Z3, skew(dv), Z3, Z3)
-    Mc = block(m * I3, Z3, Z3, Jw)                                         # eq (3)
+    Mc = block(m * I3, Z3, Z3, Jw)                                         # [KY eq 3]
     Qc = sp.Matrix.vstack(m * _vec("g") + _vec("Fe"), _vec("Te") - skew(w) * (Jw * w))
     Y = sp.Matrix.vstack(sp.zeros(3, 1), w)                               # Tdot Y only reads omega
-    MP = T.T * Mc * T                                                      # eq (8)
+    MP = T.T * Mc * T                                                      # [KY eq 8]
     QP = T.T * (Qc - Mc * Td * Y)
     k.out("M", pack(MP), "+=")
     k.out("Q", list(QP), "+=")
@@ -284,25 +284,25 @@ def body_at_P(ref: str) -> Kernel:
 
 
 def joint_projection(n: int) -> Kernel:
-    """eq (28) for an n-column joint (n = 1 fused with eq 29, n = 0 only Q - M D)."""
+    """[KY eq 28] for an n-column joint (n = 1 fused with [KY eq 29], n = 0 only Q - M D)."""
     args = [Arg("M", NSYM, "inout"), Arg("Q", 6, "inout"), Arg("D", 6, "in")]
     if n == 1:
         args += [Arg("B2", 6, "in"), Arg("tau", 1, "in", True), Arg("arm", 1, "in", True), Arg("K", 6, "out"),
                  Arg("k0", 1, "out")]
         doc = ("One joint column b = B2: Q' = Q - M D, U = M b (= M_j21^T), d = b^T U + I_a (= M_j22 with the "
-               "rotor's armature I_a), Q2 = b^T Q' + tau (eq 28); K = U / d, k0 = Q2 / d, articulated M - U K^T, "
-               "Q' - U k0 (eq 29).")
-        eq = "Kang & Yoon eqs (28), (29)"
+               "rotor's armature I_a), Q2 = b^T Q' + tau [KY eq 28]; K = U / d, k0 = Q2 / d, articulated M - U K^T, "
+               "Q' - U k0 [KY eq 29].")
+        eq = "[KY eqs 28, 29]"
     elif n == 0:
-        doc = "No joint column (fixed joint): Q' = Q - M D (eq 28); M and Q' pass to the parent unchanged."
-        eq = "Kang & Yoon eq (28)"
+        doc = "No joint column (fixed joint): Q' = Q - M D [KY eq 28]; M and Q' pass to the parent unchanged."
+        eq = "[KY eq 28]"
     else:
         args += [Arg("B2", 6 * n, "in"), Arg("tau", n, "in"), Arg("arm", n, "in"), Arg("U", 6 * n, "out"),
                  Arg("M22", n * n, "out"), Arg("Q2", n, "out")]
         doc = (f"{n} joint columns B2 (6 x {n}, column major): Q' = Q - M D, U = M B2 (= M_j21^T), lower "
                f"triangle of M22 = B2^T M B2 + diag(I_a) (row major {n} x {n}; I_a: the rotors' armature), "
                f"Q2 = B2^T Q' + tau.")
-        eq = "Kang & Yoon eq (28)"
+        eq = "[KY eq 28]"
     k = Kernel(f"joint_projection_{n}", eq, doc, tuple(args))
     M, D = sym6("M"), arr("D", 6)
     Q1 = k.lets_vec("qp", list(arr("Q", 6) - M * D))                    # Q_j - M_j D_j
@@ -320,7 +320,7 @@ def joint_projection(n: int) -> Kernel:
         k0 = k.let("kq", Q2[0] * dinv)                                        # M22^-1 Q2
         k.out("K", list(K))
         k.out("k0", [k0])
-        k.out("M", [U[a, 0] * K[b] for a, b in UPPER], "-=")                 # eq (29)
+        k.out("M", [U[a, 0] * K[b] for a, b in UPPER], "-=")                 # [KY eq 29]
         k.out("Q", [Q1[a] - U[a, 0] * k0 for a in range(6)])
         return k
     k.out("U", [U[a, c] for c in range(n) for a in range(6)])
@@ -333,7 +333,7 @@ def joint_projection(n: int) -> Kernel:
 
 
 def articulated_update(n: int) -> Kernel:
-    k = Kernel(f"articulated_update_{n}", "Kang & Yoon eq (29)",
+    k = Kernel(f"articulated_update_{n}", "[KY eq 29]",
                f"Articulated M - M_j21^T M22^-1 M_j21 = M - U K and Q' - M_j21^T M22^-1 Q2 = Q' - U k0 for "
                f"{n} joint columns (U: 6 x {n} column major, K = M22^-1 U^T: {n} x 6 row major).",
                (Arg("U", 6 * n, "in"), Arg("K", 6 * n, "in"), Arg("k0", n, "in"), Arg("M", NSYM, "inout"),
@@ -346,9 +346,9 @@ def articulated_update(n: int) -> Kernel:
 
 def shift_to_parent(ref: str) -> Kernel:
     _ref(ref)
-    k = Kernel("shift_to_parent", "Kang & Yoon eqs (25), (29), (33)",
+    k = Kernel("shift_to_parent", "[KY eqs 25, 29, 33]",
                "Add the articulated M (packed upper) and Q' of body j to its parent: Mp += B1^T M B1, "
-               "Qp += B1^T Q', B1 = [[I, -dl~], [0, I]], dl = P_j - P_i (eq 25; origin, eq 33: B1 = I). "
+               "Qp += B1^T Q', B1 = [[I, -dl~], [0, I]], dl = P_j - P_i ([KY eq 25]; origin, [KY eq 33]: B1 = I). "
                "For M = [[A, B], [B^T, C]]: B' = B - A dl~, C' = C + dl~ B + (dl~ B')^T.",
                (Arg("M", NSYM, "in"), Arg("Q", 6, "in"), Arg("P", 3, "in"), Arg("Pi", 3, "in"),
                 Arg("Mp", NSYM, "inout"), Arg("Qp", 6, "inout")))
@@ -365,7 +365,7 @@ def shift_to_parent(ref: str) -> Kernel:
 
 def joint_acceleration(ref: str, n: int) -> Kernel:
     _ref(ref)
-    k = Kernel(f"joint_acceleration_{n}", "Kang & Yoon eqs (26), (30), (34)",
+    k = Kernel(f"joint_acceleration_{n}", "[KY eqs 26, 30, 34]",
                "Pass 3: Y1 = B1 Ydot_i = (a_i + alpha_i x dl ; alpha_i), dl = P_j - P_i (origin: Y1 = Ydot_i), "
                "qdd = M22^-1 (Q2 - M_j21 Ydot_i) = k0 - K Y1, Ydot_j = Y1 + B2 qdd + D. Ground parent: Ydot_i = 0.",
                (Arg("Ydi", 6, "in"), Arg("P", 3, "in"), Arg("Pi", 3, "in"), Arg("D", 6, "in"),

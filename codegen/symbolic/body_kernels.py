@@ -10,10 +10,10 @@ value keeps the general path (C read from the parameters).
 
 Kernels (``cdef inline void NAME(self, ...) noexcept nogil`` helpers, printed by ``articulated.kernel_lines``):
 
-    kin_<kind>    world kinematics of body j from its parent's (Kang & Yoon eqs 9-21): A_j = A_i C_j R_j (eq 9),
-                  r_j = r_i + A_i s'_j + A_i C_j d'_j (eqs 11-14), centroid (eq 14), joint columns H = A_i C_j [S_v; S_w]
-                  (eq 15), relative velocity (eqs 17-18), omega (eq 19), joint point and centroid velocities
-                  (eqs 20-21), product terms [A_i C_j c_v; A_i C_j c_w] (eq 27)
+    kin_<kind>    world kinematics of body j from its parent's [KY eqs 9-21]: A_j = A_i C_j R_j [KY eq 9],
+                  r_j = r_i + A_i s'_j + A_i C_j d'_j [KY eqs 11-14], centroid [KY eq 14], joint columns H = A_i C_j [S_v; S_w]
+                  [KY eq 15], relative velocity [KY eqs 17-18], omega [KY eq 19], joint point and centroid velocities
+                  [KY eqs 20-21], product terms [A_i C_j c_v; A_i C_j c_w] [KY eq 27]
     rnea_<kind>   forward pass of the recursive Newton-Euler algorithm in body coordinates (Featherstone 2008,
                   Table 5.1): X = (E, rr), V_j = X V_i + S u, A_j = X A_i + S ud + c_J + V_j x vJ,
                   F_j = I A_j + V_j x* I V_j
@@ -33,6 +33,7 @@ import sympy as sp
 
 from .articulated import Arg, Kernel, KernelCode, arr
 from .joints import joint_model
+from .layout import BODY_PARAMS as PB
 from .pattern import Pattern
 
 NIB = 10          # derived inertia numbers per body: m, h (3), I_O (6)
@@ -44,11 +45,11 @@ def _K(name, equation, doc, args) -> Kernel:
 
 
 def _C(p: Pattern) -> sp.Matrix:
-    return sp.eye(3) if p.ident else sp.Matrix(3, 3, lambda a, b: sp.Symbol(f"pb[{3 + 3 * a + b}]"))
+    return sp.eye(3) if p.ident else sp.Matrix(3, 3, lambda a, b: sp.Symbol(f"pb[{PB.C.off + 3 * a + b}]"))
 
 
 def _s(p: Pattern) -> sp.Matrix:
-    return sp.Matrix([sp.Symbol(f"pb[{k}]") if p.off[k] else 0 for k in range(3)])
+    return sp.Matrix([sp.Symbol(f"pb[{PB.s.off + k}]") if p.off[k] else 0 for k in range(3)])
 
 
 def _lets_mat(k: Kernel, name: str, M: sp.Matrix) -> sp.Matrix:
@@ -64,33 +65,33 @@ def _lets_mat(k: Kernel, name: str, M: sp.Matrix) -> sp.Matrix:
 def kin_kernel(p: Pattern) -> Kernel:
     jm = joint_model(p.type)
     args = [] if p.root else [Arg("Ai", 9, "in"), Arg("ri", 3, "in"), Arg("wi", 3, "in"), Arg("vri", 3, "in")]
-    args += [Arg("q", max(jm.nq, 1), "in"), Arg("u", max(jm.nv, 1), "in"), Arg("pb", 16, "in"),
+    args += [Arg("q", max(jm.nq, 1), "in"), Arg("u", max(jm.nv, 1), "in"), Arg("pb", PB.rho.end, "in"),
              Arg("A", 9, "out"), Arg("r", 3, "out"), Arg("rc", 3, "out"), Arg("w", 3, "out"), Arg("vr", 3, "out"),
              Arg("vc", 3, "out"), Arg("H", 6 * max(jm.nv, 1), "out"), Arg("cw", 6, "out"), Arg("rel", 6, "out")]
-    k = _K(f"kin_{p.name}", "Kang & Yoon eqs (9)-(21), (27)",
+    k = _K(f"kin_{p.name}", "[KY eqs 9-21, 27]",
                f"World kinematics of a {p.type} body ({'ground' if p.root else 'body'} parent, "
                f"C_j {'= I' if p.ident else 'general'}, s_j components {p.name.split('_')[-1][2:]}).", tuple(args))
     Z = sp.zeros(3, 1)
     Ai = sp.eye(3) if p.root else sp.Matrix(3, 3, list(arr("Ai", 9)))
     ri, wi, vri = (Z, Z, Z) if p.root else (arr("ri", 3), arr("wi", 3), arr("vri", 3))
     Ap = _lets_mat(k, "ap", Ai * _C(p))                                  # A_i C_j
-    A = _lets_mat(k, "aa", Ap * jm.R)                                    # eq (9)
-    sd = _lets_mat(k, "sd", Ai * _s(p) + Ap * jm.d)                      # eqs (11)-(13): s_j + d_j, world
-    rho = _lets_mat(k, "ro", A * sp.Matrix([sp.Symbol(f"pb[{13 + c}]") for c in range(3)]))   # eq (11)
+    A = _lets_mat(k, "aa", Ap * jm.R)                                    # [KY eq 9]
+    sd = _lets_mat(k, "sd", Ai * _s(p) + Ap * jm.d)                      # [KY eqs 11-13]: s_j + d_j, world
+    rho = _lets_mat(k, "ro", A * sp.Matrix([sp.Symbol(f"pb[{PB.rho.off + c}]") for c in range(3)]))   # [KY eq 11]
     um = sp.Matrix(jm.u) if jm.nv else sp.zeros(0, 1)
-    H = sp.Matrix.vstack(Ap * jm.S_v, Ap * jm.S_w) if jm.nv else sp.zeros(6, 0)      # eq (15)
+    H = sp.Matrix.vstack(Ap * jm.S_v, Ap * jm.S_w) if jm.nv else sp.zeros(6, 0)      # [KY eq 15]
     H = _lets_mat(k, "h", H) if jm.nv else H
-    rel = H * um if jm.nv else sp.zeros(6, 1)                            # eqs (17)-(18)
+    rel = H * um if jm.nv else sp.zeros(6, 1)                            # [KY eqs 17-18]
     rel = _lets_mat(k, "rl", rel)
-    w = wi + rel[3:, 0]                                                  # eq (19)
-    vr = vri + wi.cross(sd) + rel[:3, 0]                                 # eqs (20)-(21)
+    w = wi + rel[3:, 0]                                                  # [KY eq 19]
+    vr = vri + wi.cross(sd) + rel[:3, 0]                                 # [KY eqs 20-21]
     vr = _lets_mat(k, "vj", vr)
     k.out("A", list(A))                                                  # row major
-    k.out("r", list(ri + sd))                                            # eq (14)
+    k.out("r", list(ri + sd))                                            # [KY eq 14]
     k.out("rc", list(ri + sd + rho))
     k.out("w", list(w))
     k.out("vr", list(vr))
-    k.out("vc", list(vr + w.cross(rho)))                                 # eq (21)
+    k.out("vc", list(vr + w.cross(rho)))                                 # [KY eq 21]
     if jm.nv:
         k.out("H", [H[a, c] for c in range(jm.nv) for a in range(6)])   # 6 x n, column major
     k.out("cw", list(Ap * jm.c_v) + list(Ap * jm.c_w))
@@ -120,7 +121,7 @@ def rnea_kernel(p: Pattern) -> Kernel:
     jm = joint_model(p.type)
     args = [Arg("g", 3, "in")] if p.root else [Arg("Vi", 6, "in"), Arg("Ai", 6, "in")]
     args += [Arg("q", max(jm.nq, 1), "in"), Arg("u", max(jm.nv, 1), "in"), Arg("ud", max(jm.nv, 1), "in"),
-             Arg("pb", 16, "in"), Arg("ib", NIB, "in"), Arg("V", 6, "out"), Arg("Acc", 6, "out"),
+             Arg("pb", PB.rho.end, "in"), Arg("ib", NIB, "in"), Arg("V", 6, "out"), Arg("Acc", 6, "out"),
              Arg("F", 6, "out"), Arg("X", 12, "out")]
     k = _K(f"rnea_{p.name}", "Featherstone (2008) Table 5.1, forward pass",
                f"RNEA forward pass of a {p.type} body in body coordinates (linear; angular): X = (E, rr), "
@@ -177,9 +178,9 @@ def rnea_back_kernel(p: Pattern) -> Kernel:
 
 def pose_kernel(p: Pattern) -> Kernel:
     jm = joint_model(p.type)
-    k = _K(f"pose_{p.name}", "Featherstone (2008) eq 2.24",
+    k = _K(f"pose_{p.name}", "[RBDA eq 2.24]",
                f"Parent -> child transform of a {p.type} body: E = (C R)^T, rr = s + C d.",
-               (Arg("q", max(jm.nq, 1), "in"), Arg("pb", 16, "in"), Arg("X", 12, "out")))
+               (Arg("q", max(jm.nq, 1), "in"), Arg("pb", PB.rho.end, "in"), Arg("X", 12, "out")))
     E, rr = _X(k, p)
     k.out("X", list(E) + list(rr))
     return k

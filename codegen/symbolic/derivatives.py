@@ -44,16 +44,16 @@ from typing import Dict, Tuple
 
 import sympy as sp
 
-from ..model import JOINT_TYPES
 from .articulated import Arg, Kernel, KernelCode, arr
 from .joints import joint_model, skew
+from .layout import BODY_PARAMS as PB
 
-# Sub-joint groups of each joint type: DOF ranges [start, stop) whose columns are fixed in the frame after them.
+# Sub-joint groups of each joint type: DOF ranges [start, stop) whose columns are fixed in the frame after them
+# (one entry per codegen.model.JOINT_TYPES; tests/model/test_joint_types.py checks the coverage).
 GROUPS: Dict[str, Tuple[Tuple[int, int], ...]] = {
     "revolute": ((0, 1),), "prismatic": ((0, 1),), "cylindrical": ((0, 2),), "universal": ((0, 1), (1, 2)),
     "spherical": ((0, 3),), "planar": ((0, 2), (2, 3)), "free": ((0, 3), (3, 6)), "fixed": (),
 }
-assert set(GROUPS) == set(JOINT_TYPES)
 
 NY = 10           # inertia numbers: m, h (3), I_O upper (6)
 _UP = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
@@ -102,8 +102,9 @@ def dworld() -> Kernel:
     k = _Kr("dworld", "[CM eq 9]",
             "World pose and inertia of body j from its parent's pose (Ai, pi) and the local transform X = (E, rr) "
             "(E = (C R)^T, rr in parent coordinates): A = Ai E^T, p = pi + Ai rr, Y about the world origin from "
-            "m = pb[12], rho = pb[13:16], J' = pb[16:25] (body reference frame).",
-            (Arg("Ai", 9, "in"), Arg("pi", 3, "in"), Arg("X", 12, "in"), Arg("pb", 25, "in"),
+            f"m = pb[{PB.m.off}], rho = pb[{PB.rho.off}:{PB.rho.end}], J' = pb[{PB.J.off}:{PB.J.end}] "
+            "(body reference frame).",
+            (Arg("Ai", 9, "in"), Arg("pi", 3, "in"), Arg("X", 12, "in"), Arg("pb", PB.J.end, "in"),
              Arg("A", 9, "out"), Arg("p", 3, "out"), Arg("Y", NY, "out")))
     Ai = sp.Matrix(3, 3, list(arr("Ai", 9)))
     X = arr("X", 12)
@@ -111,9 +112,9 @@ def dworld() -> Kernel:
     A = sp.Matrix(3, 3, [k.let(f"a{a}{b}", e) for (a, b), e in
                          zip([(a, b) for a in range(3) for b in range(3)], list(Ai * E.T))])
     p = k.lets_vec("pp", list(arr("pi", 3) + Ai * sp.Matrix(X[9:12])))
-    m = sp.Symbol("pb[12]")
-    rho = sp.Matrix([sp.Symbol(f"pb[{13 + c}]") for c in range(3)])
-    J = sp.Matrix(3, 3, [sp.Symbol(f"pb[{16 + c}]") for c in range(9)])
+    m = sp.Symbol(f"pb[{PB.m.off}]")
+    rho = sp.Matrix([sp.Symbol(f"pb[{PB.rho.off + c}]") for c in range(3)])
+    J = sp.Matrix(3, 3, [sp.Symbol(f"pb[{PB.J.off + c}]") for c in range(9)])
     c = k.lets_vec("cc", list(p + A * rho))                             # world centroid
     Jw = A * J * A.T                                                    # central inertia, world
     Io = Jw - m * skew(c) * skew(c)                                     # about the origin (parallel axes)

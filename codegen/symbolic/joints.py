@@ -3,13 +3,13 @@
 Every joint is written in its *joint frame* on the parent side (the user's axis is turned onto z by
 the plan, see ``codegen.algorithms.tree_plan``), so the derived expressions carry no axis parameters:
 
-    child joint frame = parent joint frame * (R(q), d(q))         Kang & Yoon eqs (9), (12)
+    child joint frame = parent joint frame * (R(q), d(q))         [KY eqs 9, 12]
 
 From R(q), d(q) and the kinematic map qdot = G(q) u the derivation gives
-    S_w  = d(vee(Rdot R^T))/du      relative angular velocity map     Kang & Yoon eq (16), B^w'
-    S_v  = d(ddot)/du               relative linear velocity map      Kang & Yoon eq (16), B^v'
-    c_w  = (dS_w/dt) u,  c_v = (dS_v/dt) u   velocity-product terms   (the Bdot q terms of eq 27)
-    H    = [S_v; S_w]  joint projection (motion subspace), W its orthogonal complement (Liu et al. eq 5)
+    S_w  = d(vee(Rdot R^T))/du      relative angular velocity map     [KY eq 16], B^w'
+    S_v  = d(ddot)/du               relative linear velocity map      [KY eq 16], B^v'
+    c_w  = (dS_w/dt) u,  c_v = (dS_v/dt) u   velocity-product terms   (the Bdot q terms of [KY eq 27])
+    H    = [S_v; S_w]  joint projection (motion subspace), W its orthogonal complement [LHZ eq 5]
 all in the parent joint frame, plus the child-frame motion subspace S_c and its product term c_J used
 by the dense (composite rigid body + Newton-Euler) reference. Quaternion joints use the body-frame
 angular velocity u = omega (no singular angles); for them S_w = R(q) (Rdot u = R [u]x u = 0).
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Dict, List, Tuple
+from typing import Callable, Dict, List, Tuple
 
 import sympy as sp
 
@@ -118,37 +118,49 @@ def _complement(S: sp.Matrix) -> sp.Matrix:
     return sp.zeros(3, 0)
 
 
+def _z3():
+    return sp.zeros(3, 1)
+
+
+# joint type -> q -> (R(q), d(q)): the child joint frame in the parent joint frame, canonical (axis along z; a
+# universal joint's second axis along x; a planar joint moves in the xy plane), [KY eqs 9, 12]. One
+# entry per codegen.model.JOINT_TYPES; the velocity maps S, the complements W and the rest follow in _build.
+KINEMATICS: Dict[str, Callable[[tuple], Tuple[sp.Matrix, sp.Matrix]]] = {
+    "revolute": lambda q: (Rz(q[0]), _z3()),
+    "prismatic": lambda q: (sp.eye(3), sp.Matrix([0, 0, q[0]])),
+    "cylindrical": lambda q: (Rz(q[0]), sp.Matrix([0, 0, q[1]])),
+    "universal": lambda q: (Rz(q[0]) * Rx(q[1]), _z3()),
+    "spherical": lambda q: (quat_R(*q), _z3()),
+    "planar": lambda q: (Rz(q[2]), sp.Matrix([q[0], q[1], 0])),
+    "free": lambda q: (quat_R(*q[3:7]), sp.Matrix(q[:3])),
+    "fixed": lambda q: (sp.eye(3), _z3()),
+}
+
+
+def _qdot(jt, q, u) -> sp.Matrix:
+    """qdot = G(q) u: the velocities themselves, except a unit quaternion's rate from the body rate at the same
+    offset (JointType.quaternion)."""
+    if not jt.nv:
+        return sp.zeros(0, 1)
+    o = jt.quaternion
+    if o is None:
+        return sp.Matrix(u)
+    return sp.Matrix([*u[:o], *quat_rate(*q[o:o + 4], *u[o:o + 3]), *u[o + 3:]])
+
+
 def _build(jtype: str) -> JointModel:
-    nq, nv = JOINT_TYPES[jtype][:2]
+    jt = JOINT_TYPES[jtype]
+    nq, nv = jt.nq, jt.nv
     q = sp.symbols(f"q[0:{nq}]", real=True) if nq else ()
     u = sp.symbols(f"u[0:{nv}]", real=True) if nv else ()
     Z3 = sp.zeros(3, 1)
-    quat_w = None
-    if jtype == "revolute":
-        R, d, qdot = Rz(q[0]), Z3, sp.Matrix(u)
-    elif jtype == "prismatic":
-        R, d, qdot = sp.eye(3), sp.Matrix([0, 0, q[0]]), sp.Matrix(u)
-    elif jtype == "cylindrical":
-        R, d, qdot = Rz(q[0]), sp.Matrix([0, 0, q[1]]), sp.Matrix(u)
-    elif jtype == "universal":
-        R, d, qdot = Rz(q[0]) * Rx(q[1]), Z3, sp.Matrix(u)
-    elif jtype == "planar":
-        R, d, qdot = Rz(q[2]), sp.Matrix([q[0], q[1], 0]), sp.Matrix(u)
-    elif jtype == "spherical":
-        R, d, qdot = quat_R(*q), Z3, quat_rate(*q, *u)
-        quat_w = R * sp.Matrix(u)
-    elif jtype == "free":
-        R, d = quat_R(*q[3:7]), sp.Matrix(q[:3])
-        qdot = sp.Matrix([u[0], u[1], u[2], *quat_rate(*q[3:7], *u[3:6])])
-        quat_w = R * sp.Matrix(u[3:6])
-    elif jtype == "fixed":
-        R, d, qdot = sp.eye(3), Z3, sp.zeros(0, 1)
-    else:
-        raise KeyError(jtype)
+    R, d = KINEMATICS[jtype](q)
+    qdot = _qdot(jt, q, u)
+    quat_w = None if jt.quaternion is None else R * sp.Matrix(u[jt.quaternion:jt.quaternion + 3])
     um = sp.Matrix(u)
-    if quat_w is None:   # Kang & Yoon eq (16): B^w' = d(vee(Rdot R^T))/d(qdot)
+    if quat_w is None:   # [KY eq 16]: B^w' = d(vee(Rdot R^T))/d(qdot)
         w = sp.simplify(vee(_rate(R, q, qdot) * R.T))
-    else:                # unit quaternion: omega_parent = R omega_body (eq 16 holds for |q| = 1)
+    else:                # unit quaternion: omega_parent = R omega_body ([KY eq 16] holds for |q| = 1)
         w = quat_w
     v = _rate(d, q, qdot)
     S_w = w.jacobian(um) if nv else sp.zeros(3, 0)
@@ -166,7 +178,8 @@ def _build(jtype: str) -> JointModel:
     if quat_w is None:
         S_wc = Rt * S_w
     else:   # quaternion joints: R^T R = I for |q| = 1, the angular block is the body rate itself
-        S_wc = sp.Matrix.hstack(sp.zeros(3, nv - 3), sp.eye(3))
+        o = jt.quaternion
+        S_wc = sp.Matrix.hstack(sp.zeros(3, o), sp.eye(3), sp.zeros(3, nv - o - 3))
     S_c = sp.simplify(sp.Matrix.vstack(Rt * S_v, S_wc)) if nv else sp.zeros(6, 0)
     c_J = sp.simplify(sp.expand(_rate(S_c * um, q, qdot))) if nv else sp.zeros(6, 1)
     return JointModel(jtype, tuple(q), tuple(u), R, d, qdot, S_w, S_v, c_w, c_v, H, W, S_c, c_J)

@@ -1,4 +1,4 @@
-"""Loop-closure constraints of cut joints (Kang & Yoon, seed 002, eqs 37-46, Tables 1-4), derived in sympy.
+"""Loop-closure constraints of cut joints ([KY eqs 37-46], Tables 1-4), derived in sympy.
 
 The basic constraints of Haug (1989) between a vector / point on side i and one on side j of a cut joint:
 
@@ -9,15 +9,15 @@ The basic constraints of Haug (1989) between a vector / point on side i and one 
 
 Every joint type is a set of d1 / d2 rows built from the cut frames' axes (``ROWS``; the point coincidence of
 a revolute, spherical, universal or fixed cut is s expressed along side i's axes, i.e. three d2 rows).
-Each row is differentiated twice along the motion: Phi'' = J_i Ydot_i + J_j Ydot_j - gamma (eq 37), with
+Each row is differentiated twice along the motion: Phi'' = J_i Ydot_i + J_j Ydot_j - gamma [KY eq 37], with
 Y = (velocity of the body point at the analysis reference point P, omega), world frame, and the
 accelerations of a body point p and a body vector a
 
     p'' = Ydot_v + omega' x (p - P) + omega x (p' - P')        a'' = omega' x a + omega x (omega x a)
 
-(P' = 0 at the instant global origin, eq 31).  ``table()`` gives the rows of Tables 1-4 (centroid and
+(P' = 0 at the instant global origin, [KY eq 31]).  ``table()`` gives the rows of Tables 1-4 (centroid and
 instant global origin) for inspection; ``row_kernel()`` the Cython helper of one row type for the
-recursive kernel (eqs 39-43 use J and gamma).
+recursive kernel ([KY eqs 39-43] use J and gamma).
 """
 from __future__ import annotations
 
@@ -120,7 +120,7 @@ def row_kernel_obj(kind: str, ref: str) -> Kernel:
          + (["a"] if kind == "d1" else []))
     sym.update({sp.Symbol(f"ai{c}"): arr("ai", 3)[c] for c in range(3)})
     sym.update({sp.Symbol(f"aj{c}"): arr("aj", 3)[c] for c in range(3)})
-    k = Kernel(f"loop_{kind}", "Kang & Yoon eqs (37), (44)-(45), Tables 1-4",
+    k = Kernel(f"loop_{kind}", "[KY eqs 37, 44-45], Tables 1-4",
                f"Constraint row {kind}: Phi'' = Ji Ydot_i + Jj Ydot_j - gamma, reference point {ref}.",
                tuple(args) + (Arg("Ji", 6, "out"), Arg("Jj", 6, "out"), Arg("gamma", 1, "out")))
     k.out("Ji", [e.xreplace(sym) for e in Ji])
@@ -132,4 +132,50 @@ def row_kernel_obj(kind: str, ref: str) -> Kernel:
 @lru_cache(maxsize=None)
 def row_kernel(kind: str, ref: str) -> KernelCode:
     k = row_kernel_obj(kind, ref)
+    return KernelCode(k.name, k.equation, k.doc, k.params(), tuple(k.lines))
+
+
+# ---------------------------------------------------------------- couplings (codegen.model.couplings)
+
+def derive_coupling():
+    """(Phi, Phi', dPhi'/dV2 coefficient p'(L2), gamma) of a coupling L1 = p(L2), p = c0 + c1 L2 + ... + c4 L2^4,
+    L1, L2 linear in q (velocities V1, V2): Phi = L1 - p(L2), Phi' = V1 - p'(L2) V2, and Phi'' = J udot - gamma with
+    J = a - p'(L2) b (a, b the coordinates' coefficients of L1, L2), gamma = p''(L2) V2^2."""
+    L1, L2, V1, V2, t = sp.symbols("L1 L2 V1 V2 t")
+    c = sp.symbols("c0:5")
+    p = sum(ck * L2 ** k for k, ck in enumerate(c))
+    phi = L1 - p
+    # along a motion L(t): Phi' and Phi'' by the chain rule, then J and gamma read off Phi''
+    Lt1, Lt2 = sp.Function("L1")(t), sp.Function("L2")(t)
+    phit = phi.subs({L1: Lt1, L2: Lt2})
+    d1 = sp.diff(phit, t)
+    d2 = sp.diff(phit, t, 2)
+    A1, A2 = sp.symbols("A1 A2")                   # L1'', L2'' (= a . udot, b . udot)
+    back = {sp.Derivative(Lt1, (t, 2)): A1, sp.Derivative(Lt2, (t, 2)): A2,
+            sp.Derivative(Lt1, t): V1, sp.Derivative(Lt2, t): V2}
+    back2 = {Lt1: L1, Lt2: L2}
+    d1 = d1.subs(back).subs(back2)
+    d2 = sp.expand(d2.subs(back).subs(back2))
+    dp = -d2.coeff(A2)                              # J = a - p'(L2) b
+    assert sp.simplify(d2.coeff(A1) - 1) == 0
+    gamma = -(d2 - A1 + dp * A2).expand()
+    return phi, d1, sp.expand(dp), gamma
+
+
+def coupling_kernel_obj() -> Kernel:
+    """Kernel ``coupling_row``: Phi, Phi', p'(L2) and gamma of one coupling from L1, L2, V1, V2 and c0..c4."""
+    phi, phid, dp, gamma = derive_coupling()
+    cs = arr("c", 5)
+    sym = {sp.Symbol(f"c{k}"): cs[k] for k in range(5)}
+    k = Kernel("coupling_row", "couplings: Phi = L1 - p(L2), J = a - p'(L2) b, gamma = p''(L2) V2^2",
+               "One coupling row (codegen.model.couplings): Phi'' = J udot - gamma.",
+               (Arg("L1", 1, "in", True), Arg("L2", 1, "in", True), Arg("V1", 1, "in", True),
+                Arg("V2", 1, "in", True), Arg("c", 5, "in"), Arg("out", 4, "out")))
+    k.out("out", [e.xreplace(sym) for e in (phi, phid, dp, gamma)])
+    return k
+
+
+@lru_cache(maxsize=None)
+def coupling_kernel() -> KernelCode:
+    k = coupling_kernel_obj()
     return KernelCode(k.name, k.equation, k.doc, k.params(), tuple(k.lines))

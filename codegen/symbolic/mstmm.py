@@ -7,19 +7,19 @@ the paper's; every function carries a ``# Rui et al. 2020, eq N`` comment.
 
 Contents (sympy only):
 
-    STATE_NAMES, state_vector           state vector z = [r'', Omega', m, q, 1]            eqs 1-2
-    E_blocks, U_body                    SISO rigid body transfer matrix U_i, blocks E1..E9  eqs 3-5
+    STATE_NAMES, state_vector           state vector z = [r'', Omega', m, q, 1]            [RBW eqs 1-2]
+    E_blocks, U_body                    SISO rigid body transfer matrix U_i, blocks E1..E9  [RBW eqs 3-5]
     extended_state_names, E_Ij,
-    U_body_multi                        multi-input (MISO) body                             eqs 6-9
+    U_body_multi                        multi-input (MISO) body                             [RBW eqs 6-9]
     u3_blocks, U_ball_hinge,
-    U_revolute_planar, U_fixed_hinge    smooth hinges                                       eq 10
-    Uhat_I1, Uhat_Ik, H_rm, H_O1Ik      multi-hinge subsystem (main + geometric eqs)        eqs 11-17
-    PLANAR_INDEX, planar_reduce         planar reduction of the state                       eq 35
-    BOUNDARY, boundary                  fixed / pinned / free boundaries                    eq 34, Sect. 5.1
+    U_revolute_planar, U_fixed_hinge    smooth hinges                                       [RBW eq 10]
+    Uhat_I1, Uhat_Ik, H_rm, H_O1Ik      multi-hinge subsystem (main + geometric eqs)        [RBW eqs 11-17]
+    PLANAR_INDEX, planar_reduce         planar reduction of the state                       [RBW eq 35]
+    BOUNDARY, boundary                  fixed / pinned / free boundaries                    [RBW eq 34], Sect. 5.1
     riccati_partition, riccati_step,
-    riccati_backward, riccati_initial   Riccati recursion                                   eqs 20-34
-    example_*                           demonstration example (balance pendulum, models.md M1) eqs 36-55
-    m5_ball_hinge, m5_body11            spatial eq 10 and eqs 6-17 for the rods of M5 (Sect. 5.2)
+    riccati_backward, riccati_initial   Riccati recursion                                   [RBW eqs 20-34]
+    example_*                           demonstration example (balance pendulum, models.md M1) [RBW eqs 36-55]
+    m5_ball_hinge, m5_body11            spatial [RBW eq 10] and [RBW eqs 6-17] for the rods of M5 (Sect. 5.2)
 
 plus the ``INSPECT`` table used by ``mbgen inspect``.
 
@@ -28,52 +28,52 @@ point of an element, the force q acts ON the element in the +axis direction and 
 the NEGATIVE axes, i.e. the element feels (+q, -m); at an OUTPUT point the convention is inverted
 (the element feels -q, +m).  With this convention the state of a connection point is continuous:
 q at a connection is the force the tip-side element exerts on the root-side element.  E7..E9 of
-eq 5 are exactly Euler's equation about the input point I written with this convention.
+[RBW eq 5] are exactly Euler's equation about the input point I written with this convention.
 
 Reading notes on the seed text (an HTML conversion; several displays are lost or damaged):
 
-* Eq 6 (extended input state of a multi-input body, "figureb") is missing.  Reconstructed from the
-  block-row labels 1, 2, 3, 4, ..., 2k+1, 2k+2, ..., 2L+2, 2L+3 of eqs 12-13 and from eq 58 as
+* [RBW eq 6] (extended input state of a multi-input body, "figureb") is missing.  Reconstructed from the
+  block-row labels 1, 2, 3, 4, ..., 2k+1, 2k+2, ..., 2L+2, 2L+3 of [RBW eqs 12-13] and from [RBW eq 58] as
       z_{I1-IL} = [r''_{I1}; Omega'_{I1}; m_{I1}; q_{I1}; m_{I2}; q_{I2}; ...; m_{IL}; q_{IL}; 1]
   (2L+3 blocks; m_{Ik} is block 2k+1, q_{Ik} block 2k+2).
-* Eq 8 (the extended body matrix, "figurec") is missing.  Reconstructed from Newton/Euler about I1
+* [RBW eq 8] (the extended body matrix, "figurec") is missing.  Reconstructed from Newton/Euler about I1
   with the sign convention above: every extra input I_k adds the columns
       m-row: [ I3 , E6 + E_Ik ],   q-row: [ O3 , I3 ],   other rows zero,
-  with E_Ik = -r~_{I1 Ik} (eq 9).  It reduces to eq 4 when the middle columns are removed (as the
+  with E_Ik = -r~_{I1 Ik} [RBW eq 9].  It reduces to [RBW eq 4] when the middle columns are removed (as the
   paper says), and it reproduces the paper's printed u_{3,5} = [1], u_{3,6} = [a s7, -a c7] of body 7
-  (text before eq 52), which the tests check.
-* Eqs 12-13 (Uhat_{j,I1}, Uhat_{j,Ik}) are flattened to one line in the text; the block structure,
+  (text before [RBW eq 52]), which the tests check.
+* [RBW eqs 12-13] (Uhat_{j,I1}, Uhat_{j,Ik}) are flattened to one line in the text; the block structure,
   incl. the zero last entry of Uhat_{j,Ik}, is read from the row labels; minus signs are lost
-  in the conversion and restored from eq 10 (every u-block enters as -u_{3,2}^{-1} u_{3,m}).
-* Eq 16 (H_{r'',m}, H_{O1,Ik}, "figured") is missing.  Reconstructed from eqs 14, 15, 17 and the
+  in the conversion and restored from [RBW eq 10] (every u-block enters as -u_{3,2}^{-1} u_{3,m}).
+* [RBW eq 16] (H_{r'',m}, H_{O1,Ik}, "figured") is missing.  Reconstructed from [RBW eqs 14, 15, 17] and the
   sentence "the moments at input (and output) ends of smooth hinges vanish": H_{r'',m} picks
   [r''; m] out of a standard state (1); H_{O1,Ik} = [[I3, E_{1,Ik}, O, ..., O, E_{2,Ik}], [O ... O]]
-  (the moment rows are zero, so eq 15 states m_{j,Ik} = 0).
-* Eq 36 (reduced rod matrix), 37, 42, 44, 49, 55 ("figuref".."figurek") are missing; they are all
+  (the moment rows are zero, so [RBW eq 15] states m_{j,Ik} = 0).
+* [RBW eq 36] (reduced rod matrix), 37, 42, 44, 49, 55 ("figuref".."figurek") are missing; they are all
   derived here from the general elements (``example_*``), nothing is typed in.
 * The example does not state A_I; for the planar rods it is the rotation R_z(theta_i) (body axis xi
   along the rod, so J'_I = diag{0, Jz, Jz} puts Jz = 4 m a^2/3 about the z axis through the end I).
-* Eq 46 prints S3[0, 2] = 4 m a^2 / D; the derivation gives 4 m a^2 / (3 D) (= S2[0, 2] / D, and it
-  is the only value consistent with the paper's own eq 47, whose first row carries 2 m a = (4 m a^2/3)
-  * 3/(2a)).  Eq 46 prints S3[0, 1] = -3 m a (c3^2 c5 + s3 c3 c5 - 2 c5) / D; the derivation gives
+* [RBW eq 46] prints S3[0, 2] = 4 m a^2 / D; the derivation gives 4 m a^2 / (3 D) (= S2[0, 2] / D, and it
+  is the only value consistent with the paper's own [RBW eq 47], whose first row carries 2 m a = (4 m a^2/3)
+  * 3/(2a)).  [RBW eq 46] prints S3[0, 1] = -3 m a (c3^2 c5 + s3 c3 c5 - 2 c5) / D; the derivation gives
   -3 m a (c3^2 c5 + s3 c3 s5 - 2 c5) / D (the printed middle term is dimensionally fine but wrong;
   check: c3 * D = 2 c3 + 3 c3^2 c5 + 3 s3 c3 s5).  Both are treated as typos.
-* Eq 47 prints "c_c s5" where c3 s5 is meant (garbled subscript).
-* Eq 52 (Uhat_8) as converted reads "3ma2 3s72ma 3c72ma" in row 3, i.e. denominators m a^2, 2 m a,
+* [RBW eq 47] prints "c_c s5" where c3 s5 is meant (garbled subscript).
+* [RBW eq 52] (Uhat_8) as converted reads "3ma2 3s72ma 3c72ma" in row 3, i.e. denominators m a^2, 2 m a,
   2 m a; the paper's own u_{3,2} = [m a^2/3], u_{3,4} = [-a s7, a c7] (printed right above it) give
   -u_{3,2}^{-1} u_{3,4} = [3 s7/(m a), -3 c7/(m a)] (a force at the rod end, lever arm a, about the
   centre with inertia m a^2/3).  We follow the u-blocks; the "2" is taken as a typo.
-* Eq 62 prints P_1 = T22^{-1} with the entries of T22 itself ([1 0 -2as1; 0 1 2ac1; 0 0 1]); the
-  inverse has +2as1 / -2ac1.  ``riccati_backward`` uses the inverse (eq 24).
+* [RBW eq 62] prints P_1 = T22^{-1} with the entries of T22 itself ([1 0 -2as1; 0 1 2ac1; 0 0 1]); the
+  inverse has +2as1 / -2ac1.  ``riccati_backward`` uses the inverse [RBW eq 24].
 
-A remark on the smooth-hinge relation (eq 10): its angular-acceleration row is the third block row
+A remark on the smooth-hinge relation [RBW eq 10]: its angular-acceleration row is the third block row
 of the OUTBOARD body set to zero, i.e. it enforces m = 0 at the outboard body's OUTPUT (the next
 hinge), not at the hinge itself.  Consequences (shown numerically in tests/algorithms/mstmm/test_mstmm_ref.py, see
 codegen/mstmm_ref.py): along a chain every hinge enforces the moment condition one body further
 toward the root, the moment at the output of the chain's tip body is never enforced and the root
-moment condition is enforced twice (row 4 of eq 57 is identically 0 = 0); and the hinge step of the
+moment condition is enforced twice (row 4 of [RBW eq 57] is identically 0 = 0); and the hinge step of the
 recursion has the spurious singular value  det(T21 S + T22) = 0, here D = 2 + 3 cos(theta3 - theta5)
-= 0 (eq 46's denominator), which is not a singularity of the mechanism.  Spatially, u_{3,2} of a rod
+= 0 ([RBW eq 46]'s denominator), which is not a singularity of the mechanism.  Spatially, u_{3,2} of a rod
 with J'_I = diag{0, Jz, Jz} is singular (no axial inertia); this is why models.md M5 gives the rods a
 small axial inertia.
 """
@@ -85,9 +85,9 @@ from typing import Dict, List, Sequence, Tuple
 
 import sympy as sp
 
-# ================================================================== state vector (eqs 1-2)
+# ================================================================== state vector [RBW eqs 1-2]
 
-# Rui et al. 2020, eq 1-2: z = [r''^T, Omega'^T, m^T, q^T, 1]^T  (1-based paper numbering in comments)
+# Rui et al. 2020, [RBW eqs 1-2]: z = [r''^T, Omega'^T, m^T, q^T, 1]^T  (1-based paper numbering in comments)
 STATE_NAMES: Tuple[str, ...] = (
     "xdd", "ydd", "zdd",                      # 1-3   absolute translational acceleration r''
     "Omegad_x", "Omegad_y", "Omegad_z",       # 4-6   absolute angular acceleration Omega'
@@ -98,12 +98,12 @@ STATE_NAMES: Tuple[str, ...] = (
 
 
 def state_vector(tag: str = "") -> sp.Matrix:
-    # Rui et al. 2020, eq 1: symbolic state vector, last entry the number 1
+    # Rui et al. 2020, [RBW eq 1]: symbolic state vector, last entry the number 1
     return sp.Matrix([sp.Symbol(n + tag, real=True) for n in STATE_NAMES[:-1]] + [1])
 
 
 def extended_state_names(L: int) -> Tuple[str, ...]:
-    # Rui et al. 2020, eq 6 (reconstructed, see module notes): [r'', Omega', m_I1, q_I1, ..., m_IL, q_IL, 1]
+    # Rui et al. 2020, [RBW eq 6] (reconstructed, see module notes): [r'', Omega', m_I1, q_I1, ..., m_IL, q_IL, 1]
     names = list(STATE_NAMES[:6])
     for k in range(1, L + 1):
         names += [f"m_x_I{k}", f"m_y_I{k}", f"m_z_I{k}", f"q_x_I{k}", f"q_y_I{k}", f"q_z_I{k}"]
@@ -119,7 +119,7 @@ class Layout:
     r, w: indices of r'' and Omega';  m[k], q[k]: indices of the moment/force of input k+1
     (one entry for a standard state (1), L entries for an extended state (6));  one: index of "1".
     rsel, wsel, msel, qsel: which of the x, y, z components each block keeps (all three spatially;
-    planar: r'' -> x, y;  Omega' -> z;  m -> z;  q -> x, y, eq 35).
+    planar: r'' -> x, y;  Omega' -> z;  m -> z;  q -> x, y, [RBW eq 35]).
     """
     r: Tuple[int, ...]
     w: Tuple[int, ...]
@@ -155,21 +155,21 @@ def _layout(L: int, planar: bool) -> Layout:
 
 
 def layout(L: int = 1, planar: bool = False) -> Layout:
-    """Layout of the standard state (L = 1, eq 1 / eq 35) or of the extended state (eq 6)."""
+    """Layout of the standard state (L = 1, [RBW eq 1] / [RBW eq 35]) or of the extended state [RBW eq 6]."""
     return _layout(L, planar)
 
 
 SPATIAL = layout(1, False)
 PLANAR = layout(1, True)
 
-# Rui et al. 2020, eq 35: planar state [x'', y'', Omega'_z, m_z, q_x, q_y, 1] = entries
-# 1, 2, 6, 9, 10, 11, 13 of eq 1 (1-based) = 0, 1, 5, 8, 9, 10, 12 (0-based)
+# Rui et al. 2020, [RBW eq 35]: planar state [x'', y'', Omega'_z, m_z, q_x, q_y, 1] = entries
+# 1, 2, 6, 9, 10, 11, 13 of [RBW eq 1] (1-based) = 0, 1, 5, 8, 9, 10, 12 (0-based)
 PLANAR_INDEX: Tuple[int, ...] = (0, 1, 5, 8, 9, 10, 12)
 PLANAR_NAMES: Tuple[str, ...] = tuple(STATE_NAMES[i] for i in PLANAR_INDEX)
 
 
 def planar_index(L: int = 1) -> Tuple[int, ...]:
-    # Rui et al. 2020, eq 35 applied to the extended state (6): keep x, y, Omega_z and every (m_z, q_x, q_y)
+    # Rui et al. 2020, [RBW eq 35] applied to the extended state (6): keep x, y, Omega_z and every (m_z, q_x, q_y)
     full, pl = layout(L, False), []
     pl += [full.r[0], full.r[1], full.w[2]]
     for k in range(L):
@@ -178,11 +178,11 @@ def planar_index(L: int = 1) -> Tuple[int, ...]:
 
 
 def planar_reduce(M: sp.Matrix, L_rows: int = 1, L_cols: int = 1) -> sp.Matrix:
-    # Rui et al. 2020, eq 35: keep rows/cols 1, 2, 6, 9, 10, 11, 13 (1-based) of a transfer matrix
+    # Rui et al. 2020, [RBW eq 35]: keep rows/cols 1, 2, 6, 9, 10, 11, 13 (1-based) of a transfer matrix
     return M.extract(list(planar_index(L_rows)), list(planar_index(L_cols)))
 
 
-# ================================================================== rigid bodies (eqs 3-9)
+# ================================================================== rigid bodies [RBW eqs 3-9]
 
 def tilde(v) -> sp.Matrix:
     """Skew-symmetric (cross-product) matrix: tilde(a) * b = a x b."""
@@ -191,14 +191,14 @@ def tilde(v) -> sp.Matrix:
 
 
 def E_blocks(m, r_IC, r_IO, Omega_I, A_I, J_I, f_C, m_C) -> "OrderedDict[str, sp.Matrix]":
-    # Rui et al. 2020, eq 5: the blocks E1..E9 of U_i.
+    # Rui et al. 2020, [RBW eq 5]: the blocks E1..E9 of U_i.
     #   m: mass; r_IC, r_IO: input point -> mass centre / output point (inertial frame);
     #   Omega_I: absolute angular velocity (inertial frame); A_I: body-fixed frame I xi eta zeta -> oxyz;
     #   J_I: inertia tensor J'_I about I in the body frame; f_C, m_C: external force / moment at C.
     r_IC, r_IO, Om = sp.Matrix(r_IC), sp.Matrix(r_IO), sp.Matrix(Omega_I)
     A_I, J_I, f_C, m_C = sp.Matrix(A_I), sp.Matrix(J_I), sp.Matrix(f_C), sp.Matrix(m_C)
     I3 = sp.eye(3)
-    w_I = A_I.T * Om                                    # omega_I = A_I^T Omega_I (text after eq 5)
+    w_I = A_I.T * Om                                    # omega_I = A_I^T Omega_I (text after [RBW eq 5])
     E = OrderedDict()
     E["E1"] = -tilde(r_IO)
     E["E2"] = tilde(Om) * tilde(Om) * r_IO
@@ -213,18 +213,18 @@ def E_blocks(m, r_IC, r_IO, Omega_I, A_I, J_I, f_C, m_C) -> "OrderedDict[str, sp
 
 
 def U_body(E) -> sp.Matrix:
-    # Rui et al. 2020, eq 4: z_{i,O} = U_i z_{i,I} (eq 3), 13 x 13
+    # Rui et al. 2020, [RBW eq 4]: z_{i,O} = U_i z_{i,I} [RBW eq 3], 13 x 13
     return U_body_multi(E, [])
 
 
 def E_Ij(r_I1Ij) -> sp.Matrix:
-    # Rui et al. 2020, eq 9: E_{Ij} = -r~_{I1 Ij}
+    # Rui et al. 2020, [RBW eq 9]: E_{Ij} = -r~_{I1 Ij}
     return -tilde(r_I1Ij)
 
 
 def U_body_multi(E, r_I1Ik: Sequence) -> sp.Matrix:
-    # Rui et al. 2020, eqs 7-8 (eq 8 reconstructed, see module notes): z_{i,O} = U_{i,I1-IL} z_{i,I1-IL};
-    # r_I1Ik = [r_{I1 I2}, ..., r_{I1 IL}] (empty list: the SISO matrix of eq 4).
+    # Rui et al. 2020, [RBW eqs 7-8] ([RBW eq 8] reconstructed, see module notes): z_{i,O} = U_{i,I1-IL} z_{i,I1-IL};
+    # r_I1Ik = [r_{I1 I2}, ..., r_{I1 IL}] (empty list: the SISO matrix of [RBW eq 4]).
     L = len(r_I1Ik) + 1
     rows, cols = SPATIAL, layout(L, False)
     U = sp.zeros(rows.n, cols.n)
@@ -246,7 +246,7 @@ def U_body_multi(E, r_I1Ik: Sequence) -> sp.Matrix:
     # block row 4: q_O = q_I + E3 r''_I + E4 Omega'_I + E5
     put(rows.q[0], cols.r, E3); put(rows.q[0], cols.w, E4); put(rows.q[0], cols.q[0], I3)
     put(rows.q[0], (cols.one,), E5)
-    # extra inputs I_k (eq 8): moment m_Ik and force q_Ik (acting at r_{I1 Ik})
+    # extra inputs I_k [RBW eq 8]: moment m_Ik and force q_Ik (acting at r_{I1 Ik})
     for k, r in enumerate(r_I1Ik, start=1):
         put(rows.m[0], cols.m[k], I3); put(rows.m[0], cols.q[k], E6 + E_Ij(r))
         put(rows.q[0], cols.q[k], I3)
@@ -255,7 +255,7 @@ def U_body_multi(E, r_I1Ik: Sequence) -> sp.Matrix:
 
 
 def u3_blocks(U: sp.Matrix, rows: Layout = SPATIAL, cols: Layout = SPATIAL) -> Dict[int, sp.Matrix]:
-    # Rui et al. 2020, text after eq 10 and eqs 12-13: the blocks u_{3,1}, u_{3,2}, ... of the third
+    # Rui et al. 2020, text after [RBW eq 10] and [RBW eqs 12-13]: the blocks u_{3,1}, u_{3,2}, ... of the third
     # block row (the moment row) of an outboard body matrix: u_{3,1} <- r'', u_{3,2} <- Omega',
     # u_{3,2k+1} <- m_Ik, u_{3,2k+2} <- q_Ik, u_{3,2L+3} <- "1".
     mr = list(rows.m[0])
@@ -267,10 +267,10 @@ def u3_blocks(U: sp.Matrix, rows: Layout = SPATIAL, cols: Layout = SPATIAL) -> D
     return u
 
 
-# ================================================================== hinges (eq 10)
+# ================================================================== hinges [RBW eq 10]
 
 def U_ball_hinge(u: Dict[int, sp.Matrix], lay: Layout = SPATIAL) -> sp.Matrix:
-    # Rui et al. 2020, eq 10: smooth ball-and-socket hinge; u = u3_blocks(U of the OUTBOARD body).
+    # Rui et al. 2020, [RBW eq 10]: smooth ball-and-socket hinge; u = u3_blocks(U of the OUTBOARD body).
     # r'', m, q pass unchanged; Omega'_O = -u32^{-1}(u31 r'' + u33 m + u34 q + u35), i.e. the moment
     # row of the outboard body set to zero (m = 0 at the outboard body's output).
     U = sp.zeros(lay.n, lay.n)
@@ -287,21 +287,21 @@ def U_ball_hinge(u: Dict[int, sp.Matrix], lay: Layout = SPATIAL) -> sp.Matrix:
 
 
 def U_revolute_planar(u: Dict[int, sp.Matrix]) -> sp.Matrix:
-    # Rui et al. 2020, eq 10 in the reduced form of eq 35 (used as eq 44 for hinge 4): a smooth planar
+    # Rui et al. 2020, [RBW eq 10] in the reduced form of [RBW eq 35] (used as [RBW eq 44] for hinge 4): a smooth planar
     # revolute hinge (axis z); u = u3_blocks(planar_reduce(U of the outboard body), PLANAR, PLANAR)
     return U_ball_hinge(u, PLANAR)
 
 
 def U_fixed_hinge(lay: Layout = SPATIAL) -> sp.Matrix:
-    # Rui et al. 2020, eqs 1-3 (state continuity): a fixed (welded) hinge of zero size transfers the
+    # Rui et al. 2020, [RBW eqs 1-3] (state continuity): a fixed (welded) hinge of zero size transfers the
     # whole state unchanged, z_O = z_I, U = identity.
     return sp.eye(lay.n)
 
 
-# ================================================================== multi-hinge subsystem (eqs 11-17)
+# ================================================================== multi-hinge subsystem [RBW eqs 11-17]
 
 def Uhat_I1(u: Dict[int, sp.Matrix], L: int, planar: bool = False) -> sp.Matrix:
-    # Rui et al. 2020, eq 12: Uhat_{j,I1} ((2L+3) x 5 blocks); u from u3_blocks of the MISO body (eq 8)
+    # Rui et al. 2020, [RBW eq 12]: Uhat_{j,I1} ((2L+3) x 5 blocks); u from u3_blocks of the MISO body [RBW eq 8]
     ext, std = layout(L, planar), layout(1, planar)
     U = sp.zeros(ext.n, std.n)
     ui = u[2].inv()
@@ -317,7 +317,7 @@ def Uhat_I1(u: Dict[int, sp.Matrix], L: int, planar: bool = False) -> sp.Matrix:
 
 
 def Uhat_Ik(u: Dict[int, sp.Matrix], L: int, k: int, planar: bool = False) -> sp.Matrix:
-    # Rui et al. 2020, eq 13 (k = 2..L): m_Ik, q_Ik go to blocks 2k+1, 2k+2 of z_{j,O} and into
+    # Rui et al. 2020, [RBW eq 13] (k = 2..L): m_Ik, q_Ik go to blocks 2k+1, 2k+2 of z_{j,O} and into
     # Omega'_O through -u32^{-1} u_{3,2k+1}, -u32^{-1} u_{3,2k+2}; the "1" entry is 0.
     assert 2 <= k <= L
     ext, std = layout(L, planar), layout(1, planar)
@@ -334,27 +334,27 @@ def Uhat_Ik(u: Dict[int, sp.Matrix], L: int, k: int, planar: bool = False) -> sp
 
 
 def multi_hinge_output(Uhats: Sequence[sp.Matrix], z_inputs: Sequence[sp.Matrix]) -> sp.Matrix:
-    # Rui et al. 2020, eq 11: z_{j,O} = sum_k Uhat_{j,Ik} z_{j,Ik}
+    # Rui et al. 2020, [RBW eq 11]: z_{j,O} = sum_k Uhat_{j,Ik} z_{j,Ik}
     return sum((U * z for U, z in zip(Uhats, z_inputs)), sp.zeros(Uhats[0].rows, 1))
 
 
 def r_dd_Ik(r_dd_O1, Omegad_O1, Omega_O1, r_O1Ik) -> sp.Matrix:
-    # Rui et al. 2020, eq 14: r''_Ik = r''_O1 - r~_{O1 Ik} Omega'_O1 + Omega~_O1 Omega~_O1 r_{O1 Ik}
+    # Rui et al. 2020, [RBW eq 14]: r''_Ik = r''_O1 - r~_{O1 Ik} Omega'_O1 + Omega~_O1 Omega~_O1 r_{O1 Ik}
     return sp.Matrix(r_dd_O1) + E1_Ik(r_O1Ik) * sp.Matrix(Omegad_O1) + E2_Ik(r_O1Ik, Omega_O1)
 
 
 def E1_Ik(r_O1Ik) -> sp.Matrix:
-    # Rui et al. 2020, eq 17: E_{1,Ik} = -r~_{O1 Ik}
+    # Rui et al. 2020, [RBW eq 17]: E_{1,Ik} = -r~_{O1 Ik}
     return -tilde(r_O1Ik)
 
 
 def E2_Ik(r_O1Ik, Omega_O1) -> sp.Matrix:
-    # Rui et al. 2020, eq 17: E_{2,Ik} = Omega~_{O1} Omega~_{O1} r_{O1 Ik}
+    # Rui et al. 2020, [RBW eq 17]: E_{2,Ik} = Omega~_{O1} Omega~_{O1} r_{O1 Ik}
     return tilde(Omega_O1) * tilde(Omega_O1) * sp.Matrix(r_O1Ik)
 
 
 def H_rm(planar: bool = False) -> sp.Matrix:
-    # Rui et al. 2020, eq 16 (reconstructed): H_{r'',m} extracts [r''; m] from a standard state (1)
+    # Rui et al. 2020, [RBW eq 16] (reconstructed): H_{r'',m} extracts [r''; m] from a standard state (1)
     std = layout(1, planar)
     rows = std.r + std.m[0]
     H = sp.zeros(len(rows), std.n)
@@ -364,8 +364,8 @@ def H_rm(planar: bool = False) -> sp.Matrix:
 
 
 def H_O1Ik(r_O1Ik, Omega_O1, L: int, k: int, planar: bool = False) -> sp.Matrix:
-    # Rui et al. 2020, eqs 14-17 (eq 16 reconstructed): H_{r'',m} z_{j,Ik} = H_{O1,Ik} z_{j,O} with
-    # r''_Ik = r''_O1 + E_{1,Ik} Omega'_O1 + E_{2,Ik} (eq 14) and m_{j,Ik} = 0 (zero moment rows).
+    # Rui et al. 2020, [RBW eqs 14-17] ([RBW eq 16] reconstructed): H_{r'',m} z_{j,Ik} = H_{O1,Ik} z_{j,O} with
+    # r''_Ik = r''_O1 + E_{1,Ik} Omega'_O1 + E_{2,Ik} [RBW eq 14] and m_{j,Ik} = 0 (zero moment rows).
     assert 2 <= k <= L
     ext = layout(L, planar)
     E1, E2 = E1_Ik(r_O1Ik), E2_Ik(r_O1Ik, Omega_O1)
@@ -381,17 +381,17 @@ def H_O1Ik(r_O1Ik, Omega_O1, L: int, k: int, planar: bool = False) -> sp.Matrix:
 
 
 def geometric_equation(z_jIk, z_jO, r_O1Ik, Omega_O1, L: int, k: int, planar: bool = False) -> sp.Matrix:
-    # Rui et al. 2020, eq 15 as a residual: H_{r'',m} z_{j,Ik} - H_{O1,Ik} z_{j,O}  (= 0)
+    # Rui et al. 2020, [RBW eq 15] as a residual: H_{r'',m} z_{j,Ik} - H_{O1,Ik} z_{j,O}  (= 0)
     return H_rm(planar) * sp.Matrix(z_jIk) - H_O1Ik(r_O1Ik, Omega_O1, L, k, planar) * sp.Matrix(z_jO)
 
 
 # ================================================================== boundaries (Sect. 4 and 5.1)
 
-# Rui et al. 2020, Sect. 4 (text before eq 34) and Sect. 5.1: which state blocks of a boundary are
+# Rui et al. 2020, Sect. 4 (text before [RBW eq 34]) and Sect. 5.1: which state blocks of a boundary are
 # known to be zero (they form z_a) and which are unknown (z_b):
 #   free   (tip, eq before 38):       m = q = 0          unknown r'', Omega'
 #   fixed  (clamped):                 r'' = Omega' = 0   unknown m, q
-#   pinned (smooth ball / revolute to ground, body 7 output, text after eq 58): r'' = m = 0,
+#   pinned (smooth ball / revolute to ground, body 7 output, text after [RBW eq 58]): r'' = m = 0,
 #                                     unknown Omega', q
 BOUNDARY: Dict[str, Tuple[Tuple[str, ...], Tuple[str, ...]]] = {
     "free": (("m", "q"), ("r", "w")),
@@ -401,7 +401,7 @@ BOUNDARY: Dict[str, Tuple[Tuple[str, ...], Tuple[str, ...]]] = {
 
 
 def boundary(kind: str, planar: bool = False) -> Tuple[List[int], List[int]]:
-    # Rui et al. 2020, eq 34 and Sect. 5.1: (indices of z_a = known zeros, indices of z_b = unknowns)
+    # Rui et al. 2020, [RBW eq 34] and Sect. 5.1: (indices of z_a = known zeros, indices of z_b = unknowns)
     lay = layout(1, planar)
     blocks = {"r": lay.r, "w": lay.w, "m": lay.m[0], "q": lay.q[0]}
     known, unknown = BOUNDARY[kind]
@@ -414,10 +414,10 @@ def boundary_names(kind: str, planar: bool = False) -> Tuple[List[str], List[str
     return [names[i] for i in a], [names[i] for i in b]
 
 
-# ================================================================== Riccati recursion (eqs 20-34)
+# ================================================================== Riccati recursion [RBW eqs 20-34]
 
 def riccati_partition(U: sp.Matrix, a: Sequence[int], b: Sequence[int]) -> "OrderedDict[str, sp.Matrix]":
-    # Rui et al. 2020, eq 20: [z_a; z_b]_O = [[T11, T12], [T21, T22]] [z_a; z_b]_I + [f_a; f_b]
+    # Rui et al. 2020, [RBW eq 20]: [z_a; z_b]_O = [[T11, T12], [T21, T22]] [z_a; z_b]_I + [f_a; f_b]
     one = U.cols - 1
     a, b = list(a), list(b)
     return OrderedDict([
@@ -428,18 +428,18 @@ def riccati_partition(U: sp.Matrix, a: Sequence[int], b: Sequence[int]) -> "Orde
 
 
 def riccati_rearranged(U: sp.Matrix, a: Sequence[int], b: Sequence[int]) -> sp.Matrix:
-    # Rui et al. 2020, eqs 20 / 37: U with rows and columns reordered to [z_a; z_b; 1]
+    # Rui et al. 2020, [RBW eq 20] / 37: U with rows and columns reordered to [z_a; z_b; 1]
     p = list(a) + list(b) + [U.cols - 1]
     return U.extract(p, p)
 
 
 def riccati_initial(na: int, nb: int) -> Tuple[sp.Matrix, sp.Matrix]:
-    # Rui et al. 2020, eq 34: z_a1,I = 0 at a tip boundary -> S_1 = O, e_1 = 0
+    # Rui et al. 2020, [RBW eq 34]: z_a1,I = 0 at a tip boundary -> S_1 = O, e_1 = 0
     return sp.zeros(na, nb), sp.zeros(na, 1)
 
 
 def riccati_P_q(S, e, T21, T22, f_b, simplify=None) -> Tuple[sp.Matrix, sp.Matrix]:
-    # Rui et al. 2020, eq 24: P_i = (T21 S_i + T22)^{-1},  q_i = -(T21 e_i + f_b)
+    # Rui et al. 2020, [RBW eq 24]: P_i = (T21 S_i + T22)^{-1},  q_i = -(T21 e_i + f_b)
     M = T21 * S + T22
     if simplify is not None:
         M = M.applyfunc(simplify)
@@ -449,9 +449,9 @@ def riccati_P_q(S, e, T21, T22, f_b, simplify=None) -> Tuple[sp.Matrix, sp.Matri
 
 
 def riccati_step(S, e, T11, T12, T21, T22, f_a, f_b, simplify=None) -> "OrderedDict[str, sp.Matrix]":
-    # Rui et al. 2020, eqs 24, 29, 30:
+    # Rui et al. 2020, [RBW eqs 24, 29, 30]:
     #   S_{i+1} = (T11 S_i + T12) P_i,   e_{i+1} = T11 e_i + f_a + S_{i+1} q_i
-    # so that z_{a i,O} = S_{i+1} z_{b i,O} + e_{i+1} (eq 31)
+    # so that z_{a i,O} = S_{i+1} z_{b i,O} + e_{i+1} [RBW eq 31]
     P, q = riccati_P_q(S, e, T21, T22, f_b, simplify)
     S_next = (T11 * S + T12) * P
     e_next = T11 * e + f_a + S_next * q
@@ -461,13 +461,13 @@ def riccati_step(S, e, T11, T12, T21, T22, f_a, f_b, simplify=None) -> "OrderedD
 
 
 def riccati_backward(P, q, S, e, z_bO) -> Tuple[sp.Matrix, sp.Matrix]:
-    # Rui et al. 2020, eq 33 (eqs 25 and 21): z_{b i,I} = P_i z_{b i,O} + P_i q_i,  z_{a i,I} = S_i z_{b i,I} + e_i
+    # Rui et al. 2020, [RBW eq 33] [RBW eqs 25, 21]: z_{b i,I} = P_i z_{b i,O} + P_i q_i,  z_{a i,I} = S_i z_{b i,I} + e_i
     z_bI = P * z_bO + P * q
     return z_bI, S * z_bI + e
 
 
 def U_tip(S, e) -> sp.Matrix:
-    # Rui et al. 2020, eqs 42 / 48: z_O = [[I, O], [S, e], [O, 1]] [z_b; 1]_O  (z_a below z_b)
+    # Rui et al. 2020, [RBW eq 42] / 48: z_O = [[I, O], [S, e], [O, 1]] [z_b; 1]_O  (z_a below z_b)
     nb, na = S.cols, S.rows
     U = sp.zeros(nb + na + 1, nb + 1)
     U[:nb, :nb] = sp.eye(nb)

@@ -1,4 +1,4 @@
-"""The Riccati MSTMM seed's printed examples, symbolically: the balance pendulum M1 (Sect. 5.1, eqs 35-49),
+"""The Riccati MSTMM seed's printed examples, symbolically: the balance pendulum M1 (Sect. 5.1, [RBW eqs 35-49]),
 the spatial elements of M5 (Sect. 5.2), and the `mbgen inspect` entries of the transfer-matrix elements.
 
 The general elements (state vectors, body and hinge transfer matrices, the Riccati recursion) are in
@@ -25,7 +25,7 @@ THETA = {i: sp.Symbol(f"theta{i}", real=True) for i in (1, 3, 5, 7)}      # abso
 THETAD = {i: sp.Symbol(f"thetad{i}", real=True) for i in (1, 3, 5, 7)}    # their rates
 Jz = 4 * m * a**2 / 3                                # rod end moment of inertia (Sect. 5.1)
 
-# planar Riccati split used in the example (eq 37): z_a = [m_z, q_x, q_y], z_b = [x'', y'', Omega'_z]
+# planar Riccati split used in the example [RBW eq 37]: z_a = [m_z, q_x, q_y], z_b = [x'', y'', Omega'_z]
 EX_A = [3, 4, 5]
 EX_B = [0, 1, 2]
 
@@ -57,7 +57,7 @@ def _S(M):
 
 
 def example_rod_E(i: int, r_IO_factor=2) -> "OrderedDict[str, sp.Matrix]":
-    # Rui et al. 2020, eq 5 with the data of Sect. 5.1 (Fig. 2c/d): r_IC = [a c_i, a s_i, 0],
+    # Rui et al. 2020, [RBW eq 5] with the data of Sect. 5.1 (Fig. 2c/d): r_IC = [a c_i, a s_i, 0],
     # r_IO = 2 r_IC (rods 1, 3, 5) or r_IO = r_IC (body 7), Omega_I = [0, 0, thetad_i],
     # f_C = m g [0, -1, 0], m_C = 0, J'_I = diag{0, Jz, Jz}, A_I = R_z(theta_i)
     r_IC = sp.Matrix([a * _c(i), a * _s(i), 0])
@@ -67,19 +67,19 @@ def example_rod_E(i: int, r_IO_factor=2) -> "OrderedDict[str, sp.Matrix]":
 
 @lru_cache(maxsize=None)
 def example_U_rod(i: int) -> sp.Matrix:
-    # Rui et al. 2020, eq 36 (the display is missing in the text): eq 4 of rod i in {1, 3, 5}, reduced by eq 35
+    # Rui et al. 2020, [RBW eq 36] (the display is missing in the text): [RBW eq 4] of rod i in {1, 3, 5}, reduced by [RBW eq 35]
     return _S(planar_reduce(U_body(example_rod_E(i))))
 
 
 @lru_cache(maxsize=None)
 def example_body1_T() -> "OrderedDict[str, sp.Matrix]":
-    # Rui et al. 2020, eqs 37-38: body 1 rearranged as eq 20 with z_a = [m_z, q_x, q_y], z_b = [x'', y'', Omega'_z]
+    # Rui et al. 2020, [RBW eqs 37-38]: body 1 rearranged as [RBW eq 20] with z_a = [m_z, q_x, q_y], z_b = [x'', y'', Omega'_z]
     return riccati_partition(example_U_rod(1), EX_A, EX_B)
 
 
 @lru_cache(maxsize=None)
 def example_S2_e2(i: int = 1) -> Tuple[sp.Matrix, sp.Matrix]:
-    # Rui et al. 2020, eqs 39-40: first Riccati step over the free-tip rod i (S_1 = O, e_1 = 0, eq 34)
+    # Rui et al. 2020, [RBW eqs 39-40]: first Riccati step over the free-tip rod i (S_1 = O, e_1 = 0, [RBW eq 34])
     T = riccati_partition(example_U_rod(i), EX_A, EX_B)
     S1, e1 = riccati_initial(3, 3)
     st = riccati_step(S1, e1, *T.values(), simplify=_simp)
@@ -88,20 +88,20 @@ def example_S2_e2(i: int = 1) -> Tuple[sp.Matrix, sp.Matrix]:
 
 @lru_cache(maxsize=None)
 def example_hinge4_U() -> sp.Matrix:
-    # Rui et al. 2020, eq 44 (display missing): reduced eq 10 with the u-blocks of the outboard body 5
+    # Rui et al. 2020, [RBW eq 44] (display missing): reduced [RBW eq 10] with the u-blocks of the outboard body 5
     return _S(U_revolute_planar(u3_blocks(example_U_rod(5), PLANAR, PLANAR)))
 
 
 @lru_cache(maxsize=None)
 def example_hinge4_T() -> "OrderedDict[str, sp.Matrix]":
-    # Rui et al. 2020, eq 45: hinge 4 rearranged as eq 20 (same split as eq 37)
+    # Rui et al. 2020, [RBW eq 45]: hinge 4 rearranged as [RBW eq 20] (same split as [RBW eq 37])
     return riccati_partition(example_hinge4_U(), EX_A, EX_B)
 
 
 @lru_cache(maxsize=None)
 def example_S3_e3() -> "OrderedDict[str, sp.Expr]":
-    # Rui et al. 2020, eqs 46-47: Riccati step over hinge 4, starting from S2, e2 of body 3 (eqs 39-40, i = 3).
-    # Returns S3, e3 and D = det(T21 S2 + T22) = 1 / det(P), the common denominator of eq 46.
+    # Rui et al. 2020, [RBW eqs 46-47]: Riccati step over hinge 4, starting from S2, e2 of body 3 ([RBW eqs 39-40], i = 3).
+    # Returns S3, e3 and D = det(T21 S2 + T22) = 1 / det(P), the common denominator of [RBW eq 46].
     S2, e2 = example_S2_e2(3)
     T = example_hinge4_T()
     st = riccati_step(S2, e2, *T.values(), simplify=_simp_rational)
@@ -111,33 +111,33 @@ def example_S3_e3() -> "OrderedDict[str, sp.Expr]":
 
 @lru_cache(maxsize=None)
 def example_U7() -> sp.Matrix:
-    # Rui et al. 2020, eq 49 (display missing): body 7 with r_IO = r_IC = [a c7, a s7, 0] and the second input
-    # I2 at r_{I1 I2} = 2 r_IC (eqs 8-9), reduced by eq 35 to 7 x 10
+    # Rui et al. 2020, [RBW eq 49] (display missing): body 7 with r_IO = r_IC = [a c7, a s7, 0] and the second input
+    # I2 at r_{I1 I2} = 2 r_IC [RBW eqs 8-9], reduced by [RBW eq 35] to 7 x 10
     E = example_rod_E(7, r_IO_factor=1)
     r12 = 2 * sp.Matrix([a * _c(7), a * _s(7), 0])
     return _S(planar_reduce(U_body_multi(E, [r12]), 1, 2))
 
 
 def example_u3_body7() -> Dict[int, sp.Matrix]:
-    # Rui et al. 2020, text before eq 52: u_{3,1} .. u_{3,7} from the moment row of eq 49
+    # Rui et al. 2020, text before [RBW eq 52]: u_{3,1} .. u_{3,7} from the moment row of [RBW eq 49]
     return u3_blocks(example_U7(), PLANAR, layout(2, True))
 
 
 def example_u3_body5() -> Dict[int, sp.Matrix]:
-    # Rui et al. 2020, text before eq 44: u_{3,1} .. u_{3,5} from the moment row of eq 36, i = 5
+    # Rui et al. 2020, text before [RBW eq 44]: u_{3,1} .. u_{3,5} from the moment row of [RBW eq 36], i = 5
     return u3_blocks(example_U_rod(5), PLANAR, PLANAR)
 
 
 @lru_cache(maxsize=None)
 def example_Uhat8() -> Tuple[sp.Matrix, sp.Matrix]:
-    # Rui et al. 2020, eq 52: Uhat_{8,I1}, Uhat_{8,I2} (eqs 12-13, reduced form, 10 x 7)
+    # Rui et al. 2020, [RBW eq 52]: Uhat_{8,I1}, Uhat_{8,I2} ([RBW eqs 12-13], reduced form, 10 x 7)
     u = example_u3_body7()
     return _S(Uhat_I1(u, 2, planar=True)), _S(Uhat_Ik(u, 2, 2, planar=True))
 
 
 @lru_cache(maxsize=None)
 def example_H8() -> Tuple[sp.Matrix, sp.Matrix]:
-    # Rui et al. 2020, eqs 54-55 (display missing): H_{r'',m} (3 x 7) and H_{O1,I2} (3 x 10) of multi-hinge 8,
+    # Rui et al. 2020, [RBW eqs 54-55] (display missing): H_{r'',m} (3 x 7) and H_{O1,I2} (3 x 10) of multi-hinge 8,
     # r_{O1 I2} = r_{I1 I2} = 2 [a c7, a s7, 0], Omega_O1 = [0, 0, thetad7]
     r12 = 2 * sp.Matrix([a * _c(7), a * _s(7), 0])
     return H_rm(planar=True), _S(H_O1Ik(r12, [0, 0, THETAD[7]], 2, 2, planar=True))
@@ -154,7 +154,7 @@ OMEGA = sp.Matrix(sp.symbols("Omega_x Omega_y Omega_z", real=True))
 
 
 def m5_rod_E(r_IO_factor=2) -> "OrderedDict[str, sp.Matrix]":
-    # Rui et al. 2020, eq 5 for the M5 rod: r_IC = [a, 0, 0], r_IO = r_IO_factor r_IC
+    # Rui et al. 2020, [RBW eq 5] for the M5 rod: r_IC = [a, 0, 0], r_IO = r_IO_factor r_IC
     r_IC = sp.Matrix([a, 0, 0])
     return E_blocks(m, r_IC, r_IO_factor * r_IC, OMEGA, sp.eye(3), sp.diag(J_a, Jz, Jz),
                     [0, -m * g, 0], [0, 0, 0])
@@ -162,7 +162,7 @@ def m5_rod_E(r_IO_factor=2) -> "OrderedDict[str, sp.Matrix]":
 
 @lru_cache(maxsize=None)
 def m5_ball_hinge() -> "OrderedDict[str, sp.Matrix]":
-    # Rui et al. 2020, eq 10: the smooth ball hinge whose outboard body is an M5 rod (eq 4, 13 x 13)
+    # Rui et al. 2020, [RBW eq 10]: the smooth ball hinge whose outboard body is an M5 rod ([RBW eqs 4, 13] x 13)
     U = U_body(m5_rod_E())
     u = u3_blocks(U)
     out = OrderedDict((f"u_3,{k}", _S(v)) for k, v in u.items())
@@ -173,15 +173,15 @@ def m5_ball_hinge() -> "OrderedDict[str, sp.Matrix]":
 
 @lru_cache(maxsize=None)
 def m5_body11() -> "OrderedDict[str, sp.Matrix]":
-    # Rui et al. 2020, eqs 6-9 and 11-17 for the multi-input body 11 of M5 (Fig. 1): input I1 at its -x end
-    # (origin), I2 at its +x end (r_{I1 I2} = [2a, 0, 0], eq 9), output O at its centre (r_IO = r_IC)
+    # Rui et al. 2020, [RBW eqs 6-9, 11-17] for the multi-input body 11 of M5 (Fig. 1): input I1 at its -x end
+    # (origin), I2 at its +x end (r_{I1 I2} = [2a, 0, 0], [RBW eq 9]), output O at its centre (r_IO = r_IC)
     E = m5_rod_E(r_IO_factor=1)
     r12 = sp.Matrix([2 * a, 0, 0])
-    U = U_body_multi(E, [r12])                                        # eq 8, 13 x 19
+    U = U_body_multi(E, [r12])                                        # [RBW eqs 8, 13] x 19
     u = u3_blocks(U, SPATIAL, layout(2, False))
     return OrderedDict([("E_I2", E_Ij(r12)), ("U", _S(U)),
-                        ("Uhat_I1", _S(Uhat_I1(u, 2))), ("Uhat_I2", _S(Uhat_Ik(u, 2, 2))),   # eqs 12-13
-                        ("H_rm", H_rm()), ("H_O1I2", _S(H_O1Ik(r12, OMEGA, 2, 2)))])          # eqs 16-17
+                        ("Uhat_I1", _S(Uhat_I1(u, 2))), ("Uhat_I2", _S(Uhat_Ik(u, 2, 2))),   # [RBW eqs 12-13]
+                        ("H_rm", H_rm()), ("H_O1I2", _S(H_O1Ik(r12, OMEGA, 2, 2)))])          # [RBW eqs 16-17]
 
 
 # ================================================================== INSPECT table (mbgen inspect)
@@ -193,10 +193,10 @@ def _names_matrix(kind):
 
 def _inspect_state():
     return OrderedDict([
-        ("z (eq 1)", state_vector()),
-        ("z planar (eq 35)", sp.Matrix([sp.Symbol(n) for n in PLANAR_NAMES[:-1]] + [1])),
-        ("eq 35 rows/cols (1-based)", sp.Matrix([[i + 1 for i in PLANAR_INDEX]])),
-        ("z_{I1-I2} (eq 6, reconstructed)", sp.Matrix([sp.Symbol(n) for n in extended_state_names(2)[:-1]] + [1])),
+        ("z [RBW eq 1]", state_vector()),
+        ("z planar [RBW eq 35]", sp.Matrix([sp.Symbol(n) for n in PLANAR_NAMES[:-1]] + [1])),
+        ("[RBW eq 35] rows/cols (1-based)", sp.Matrix([[i + 1 for i in PLANAR_INDEX]])),
+        ("z_{I1-I2} ([RBW eq 6], reconstructed)", sp.Matrix([sp.Symbol(n) for n in extended_state_names(2)[:-1]] + [1])),
         ("boundary free: [z_a; z_b]", _names_matrix("free")),
         ("boundary fixed: [z_a; z_b]", _names_matrix("fixed")),
         ("boundary pinned: [z_a; z_b]", _names_matrix("pinned")),
@@ -219,9 +219,9 @@ def _generic_body_symbols():
 
 def _inspect_body():
     E = E_blocks(*_generic_body_symbols())
-    out = OrderedDict((f"{k} (eq 5, A_I = I)", v) for k, v in E.items())
-    out["U_i (eq 4, A_I = I)"] = U_body(E)
-    out["U_i rod 1, reduced (eq 36)"] = example_U_rod(1)
+    out = OrderedDict((f"{k} ([RBW eq 5], A_I = I)", v) for k, v in E.items())
+    out["U_i ([RBW eq 4], A_I = I)"] = U_body(E)
+    out["U_i rod 1, reduced [RBW eq 36]"] = example_U_rod(1)
     return out
 
 
@@ -230,50 +230,50 @@ def _inspect_ball_hinge():
     out = OrderedDict()
     for k in range(1, 6):
         out[f"u_3,{k} (outboard M5 rod, A_I = I)"] = h[f"u_3,{k}"]
-    out["U_j smooth ball hinge, spatial (eq 10)"] = h["U_hinge"]
+    out["U_j smooth ball hinge, spatial [RBW eq 10]"] = h["U_hinge"]
     u = u3_blocks(example_U_rod(5), PLANAR, PLANAR)
     for k, v in u.items():
         out[f"u_3,{k} (body 5 of M1, reduced)"] = v
-    out["U_4 planar revolute hinge (eqs 10, 44)"] = example_hinge4_U()
+    out["U_4 planar revolute hinge [RBW eqs 10, 44]"] = example_hinge4_U()
     out["U fixed hinge, planar (identity)"] = U_fixed_hinge(PLANAR)
     return out
 
 
 def _inspect_multi_body():
     b = m5_body11()
-    return OrderedDict([("E_I2 = -r~_{I1 I2} (eq 9), M5 body 11", b["E_I2"]),
-                        ("z_{I1-I2} (eq 6, reconstructed)",
+    return OrderedDict([("E_I2 = -r~_{I1 I2} [RBW eq 9], M5 body 11", b["E_I2"]),
+                        ("z_{I1-I2} ([RBW eq 6], reconstructed)",
                          sp.Matrix([sp.Symbol(n) for n in extended_state_names(2)[:-1]] + [1])),
-                        ("U_{11,I1-I2} (eqs 7-8), M5 body 11, A_I = I", b["U"])])
+                        ("U_{11,I1-I2} [RBW eqs 7-8], M5 body 11, A_I = I", b["U"])])
 
 
 def _inspect_multi_hinge_spatial():
     b = m5_body11()
-    return OrderedDict([("Uhat_{j,I1} (eq 12), M5 body 11", b["Uhat_I1"]),
-                        ("Uhat_{j,I2} (eq 13), M5 body 11", b["Uhat_I2"]),
-                        ("H_{r'',m} (eq 16)", b["H_rm"]),
-                        ("H_{O1,I2} (eqs 14-17), M5 body 11", b["H_O1I2"])])
+    return OrderedDict([("Uhat_{j,I1} [RBW eq 12], M5 body 11", b["Uhat_I1"]),
+                        ("Uhat_{j,I2} [RBW eq 13], M5 body 11", b["Uhat_I2"]),
+                        ("H_{r'',m} [RBW eq 16]", b["H_rm"]),
+                        ("H_{O1,I2} [RBW eqs 14-17], M5 body 11", b["H_O1I2"])])
 
 
 def _inspect_multi_hinge():
     out = OrderedDict()
-    out["U_{7,I1-I2} (eqs 8, 49)"] = example_U7()
+    out["U_{7,I1-I2} [RBW eqs 8, 49]"] = example_U7()
     for k, v in example_u3_body7().items():
         out[f"u_3,{k} (body 7)"] = v
     U1, U2 = example_Uhat8()
-    out["Uhat_{8,I1} (eqs 12, 52)"] = U1
-    out["Uhat_{8,I2} (eqs 13, 52)"] = U2
+    out["Uhat_{8,I1} [RBW eqs 12, 52]"] = U1
+    out["Uhat_{8,I2} [RBW eqs 13, 52]"] = U2
     H1, H2 = example_H8()
-    out["H_{r'',m} (eq 16)"] = H1
-    out["H_{O1,I2} (eqs 16-17, 55)"] = H2
+    out["H_{r'',m} [RBW eq 16]"] = H1
+    out["H_{O1,I2} [RBW eqs 16-17, 55]"] = H2
     return out
 
 
 def _inspect_planar_state():
     return OrderedDict([
-        ("z planar (eq 35)", sp.Matrix([sp.Symbol(n) for n in PLANAR_NAMES[:-1]] + [1])),
-        ("kept rows/cols of eq 1 (1-based)", sp.Matrix([[i + 1 for i in PLANAR_INDEX]])),
-        ("kept entries of eq 6, L = 2 (1-based)", sp.Matrix([[i + 1 for i in planar_index(2)]])),
+        ("z planar [RBW eq 35]", sp.Matrix([sp.Symbol(n) for n in PLANAR_NAMES[:-1]] + [1])),
+        ("kept rows/cols of [RBW eq 1] (1-based)", sp.Matrix([[i + 1 for i in PLANAR_INDEX]])),
+        ("kept entries of [RBW eq 6], L = 2 (1-based)", sp.Matrix([[i + 1 for i in planar_index(2)]])),
     ])
 
 
@@ -284,21 +284,21 @@ def _inspect_riccati():
     P = sp.Inverse(T21 * S + T22)
     q = -(T21 * e + fb)
     S1 = (T11 * S + T12) * P
-    return OrderedDict([("P_i (eq 24)", P), ("q_i (eq 24)", q), ("S_{i+1} (eq 29)", S1),
-                        ("e_{i+1} (eq 30)", T11 * e + fa + S1 * q)])
+    return OrderedDict([("P_i [RBW eq 24]", P), ("q_i [RBW eq 24]", q), ("S_{i+1} [RBW eq 29]", S1),
+                        ("e_{i+1} [RBW eq 30]", T11 * e + fa + S1 * q)])
 
 
 def _inspect_example():
     out = OrderedDict()
     for k, v in example_body1_T().items():
-        out[f"{k} body 1 (eq 38)"] = v
+        out[f"{k} body 1 [RBW eq 38]"] = v
     S2, e2 = example_S2_e2(1)
-    out["S2 (eq 39)"], out["e2 (eq 40)"] = S2, e2
+    out["S2 [RBW eq 39]"], out["e2 [RBW eq 40]"] = S2, e2
     for k, v in example_hinge4_T().items():
-        out[f"{k} hinge 4 (eq 45)"] = v
+        out[f"{k} hinge 4 [RBW eq 45]"] = v
     r = example_S3_e3()
-    out["D, denominator of S3 (eq 46)"] = r["D"]
-    out["S3 (eq 46)"], out["e3 (eq 47)"] = r["S3"], r["e3"]
+    out["D, denominator of S3 [RBW eq 46]"] = r["D"]
+    out["S3 [RBW eq 46]"], out["e3 [RBW eq 47]"] = r["S3"], r["e3"]
     return out
 
 

@@ -2,10 +2,10 @@
 
 State vectors are world-frame Y^P = (velocity of the body point at P, omega). With s^P the offset of
 P from the centroid C:
-    T^P  = [[I, s~], [0, I]]                      eq (4)   delta Z^c = T^P delta Z^P
-    M^P  = T^T M^c T                              eq (8)
-    Q^P  = T^T (Q^c - M^c Tdot Y^P)               eq (8)
-    B1, B2 velocity transformation matrices       eqs (25), (33)   Y_j = B1 Y_i + B2 qdot_j
+    T^P  = [[I, s~], [0, I]]                      [KY eq 4]   delta Z^c = T^P delta Z^P
+    M^P  = T^T M^c T                              [KY eq 8]
+    Q^P  = T^T (Q^c - M^c Tdot Y^P)               [KY eq 8]
+    B1, B2 velocity transformation matrices       [KY eqs 25, 33]   Y_j = B1 Y_i + B2 qdot_j
 The recursion's kernels (``templates/recursive/recursive.pyx.j2``) are generated from the same
 expressions by ``codegen.symbolic.articulated`` (sympy + CSE, printed as Cython helpers); tests compare
 them with numpy and with these elements (tests/symbolic/test_spatial_codegen.py).
@@ -50,15 +50,15 @@ def reference_point(name: str) -> "OrderedDict[str, sp.Basic]":
     I3, Z3 = sp.eye(3), sp.zeros(3)
     s = {"centroid": sp.zeros(3, 1), "joint": -rho, "origin": -rc}[name]               # P - C
     sd = {"centroid": sp.zeros(3, 1), "joint": -w.cross(rho), "origin": -rcd}[name]    # d/dt (P - C)
-    T = block(I3, skew(s), Z3, I3)                                                    # eq (4)
+    T = block(I3, skew(s), Z3, I3)                                                    # [KY eq 4]
     Td = block(Z3, skew(sd), Z3, Z3)
-    Mc = block(m * I3, Z3, Z3, J)                                                     # eq (3)
-    Qc = sp.Matrix.vstack(F, tau - skew(w) * J * w)                                   # eq (3)
+    Mc = block(m * I3, Z3, Z3, J)                                                     # [KY eq 3]
+    Qc = sp.Matrix.vstack(F, tau - skew(w) * J * w)                                   # [KY eq 3]
     vP = vec("v^P")
     YP = sp.Matrix.vstack(vP, w)
-    MP = sp.simplify(T.T * Mc * T)                                                    # eq (8)
-    QP = sp.simplify(T.T * (Qc - Mc * Td * YP))                                       # eq (8)
-    # velocity transformation (eqs 25, 33) for a joint with world maps B^v, B^w (one column shown)
+    MP = sp.simplify(T.T * Mc * T)                                                    # [KY eq 8]
+    QP = sp.simplify(T.T * (Qc - Mc * Td * YP))                                       # [KY eq 8]
+    # velocity transformation [KY eqs 25, 33] for a joint with world maps B^v, B^w (one column shown)
     Bv, Bw = vec("B^v"), vec("B^w")
     r_j, r_i = vec("r_j"), vec("r_i")   # joint points of body j and of its parent i
     rho_i = vec("rho_i")
@@ -68,17 +68,17 @@ def reference_point(name: str) -> "OrderedDict[str, sp.Basic]":
     B2 = sp.Matrix.vstack(Bv - skew(P_j - r_j) * Bw, Bw)
     out = OrderedDict()
     out["s^P (P - centroid)"] = s
-    out["T^P  (eq 4)"] = T
-    out["M^c  (eq 3)"] = Mc
-    out["Q^c  (eq 3)"] = Qc
-    out["M^P = T^T M^c T  (eq 8)"] = MP
-    out["Q^P = T^T (Q^c - M^c Tdot Y^P)  (eq 8)"] = QP
-    out["B_j1  (eqs 25, 33)"] = B1
-    out["B_j2 column  (eqs 25, 33)"] = B2
+    out["T^P  [KY eq 4]"] = T
+    out["M^c  [KY eq 3]"] = Mc
+    out["Q^c  [KY eq 3]"] = Qc
+    out["M^P = T^T M^c T  [KY eq 8]"] = MP
+    out["Q^P = T^T (Q^c - M^c Tdot Y^P)  [KY eq 8]"] = QP
+    out["B_j1  [KY eqs 25, 33]"] = B1
+    out["B_j2 column  [KY eqs 25, 33]"] = B2
     return out
 
 
 def spatial_elements() -> "OrderedDict[str, sp.Basic]":
     v = vec("v")
-    return OrderedDict([("skew(v) = v~", skew(v)), ("T^P (eq 4), s = offset of P from the centroid",
+    return OrderedDict([("skew(v) = v~", skew(v)), ("T^P [KY eq 4], s = offset of P from the centroid",
                                                     block(sp.eye(3), skew(vec("s")), sp.zeros(3), sp.eye(3)))])

@@ -105,8 +105,9 @@ TOUCHING = ('<body name="a"><joint name="h" type="hinge" axis="0 1 0"/><geom nam
 
 @pytest.mark.parametrize("text, words", [
     (mjcf(FLOOR + TOUCHING), "contacts (geoms 'floor' and 'arm' can touch)"),
-    (mjcf(ARM + ARM.replace('"a"', '"b"').replace('"h"', '"h2"'),
-          '<equality><joint joint1="h" joint2="h2"/></equality>'), "the joint equality constraint"),
+    (mjcf(ARM.replace("</body>", '<site name="s1"/></body>') + ARM.replace('"a"', '"b"').replace('"h"', '"h2"')
+          .replace("</body>", '<site name="s2"/></body>'), '<equality><connect site1="s1" site2="s2"/></equality>'),
+     "the connect equality constraint"),             # site-based; joint equalities are couplings (test_couplings.py)
     (mjcf('<body name="a"><joint name="h" type="ball" frictionloss="0.1"/><geom size="0.1" contype="0" '
           'conaffinity="0"/></body>'), "friction loss on the ball or free joints 'h'"),
     (mjcf('<body name="a"><joint name="h" type="ball" damping="1"/><geom size="0.1" contype="0" conaffinity="0"/></body>'),

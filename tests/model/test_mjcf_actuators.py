@@ -250,10 +250,17 @@ def test_weld_constraint_is_a_fixed_cut_joint():
 
 
 def test_other_equality_constraints_are_refused_by_name(tmp_path, capsys):
+    """Joint and fixed-tendon equalities are couplings (tests/model/test_couplings.py); site-based ones are refused."""
     p = tmp_path / "coupled.xml"
     p.write_text(open(os.path.join(HERE, "four_bar_connect.xml")).read().replace(
         '<connect name="close" body1="coupler" body2="rocker" anchor="0 0 1"/>',
         '<joint name="gear" joint1="j1" joint2="j3" polycoef="0 2 0 0 0"/>'))
+    assert main(["check", str(p)]) == 0
+    assert [c.name for c in codegen.load_model(str(p)).couplings] == ["gear"]
+    p.write_text(open(os.path.join(HERE, "four_bar_connect.xml")).read().replace(
+        '<connect name="close" body1="coupler" body2="rocker" anchor="0 0 1"/>',
+        '<connect name="pin" site1="s1" site2="s2"/>').replace(
+        '</body>', '<site name="s1"/><site name="s2" pos="0.1 0 0"/></body>', 1))
     assert main(["check", str(p)]) == 2
     err = capsys.readouterr().err
-    assert "the joint equality constraint 'gear'" in err and "Traceback" not in err
+    assert "the connect equality constraint 'pin'" in err and "Traceback" not in err

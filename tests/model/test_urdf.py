@@ -159,13 +159,17 @@ def test_mimic_joints(tmp_path, capsys):
     text = robot('<link name="base"/>', link("l"), link("r"), joint("left", "base", "l", "prismatic", axis="0 1 0"),
                  joint("right", "base", "r", "prismatic", axis="0 -1 0", extra='<mimic joint="left" multiplier="1"/>'))
     p = write(tmp_path, text)
+    m = codegen.load_model(p)                               # default: coupled (tests/model/test_couplings.py)
+    assert [(c.joint, c.joint2, c.polycoef[1]) for c in m.couplings] == [("right", "left", 1.0)]
     with pytest.raises(ModelError, match=r"joint 'right' \(line \d+\) mimics joint 'left'.*mimic='independent'"):
-        codegen.load_model(p)
+        codegen.load_model(p, mimic="refuse")
     m = codegen.load_model(p, mimic="independent")
-    assert [j.name for j in m.joints] == ["left", "right"]
+    assert [j.name for j in m.joints] == ["left", "right"] and not m.couplings
     with pytest.raises(ModelError, match="mimic must be one of"):
         codegen.load_model(p, mimic="honour")
-    assert main(["check", p]) == 2 and "mimics joint 'left'" in capsys.readouterr().err
+    assert main(["check", p]) == 0
+    bad = write(tmp_path, text.replace('<mimic joint="left"', '<mimic joint="middle"'))
+    assert main(["check", bad]) == 2 and "mimics joint 'middle'" in capsys.readouterr().err
 
 
 def test_dispatch_by_extension_and_content(tmp_path, capsys):

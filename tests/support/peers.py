@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from codegen.algorithms.tree_plan import NP_BODY, Plan
+from codegen.algorithms.tree_plan import Plan, body_numbers
 
 
 def _pin():
@@ -69,11 +69,11 @@ class PinPeer:
         self.support, self.placement, self.kout, self.rho, self.quat_slices = [], [], [], [], []
         iq = 0
         for k, j in enumerate(model.joints):
-            o = 3 + NP_BODY * k
-            s, C = p[o:o + 3], p[o + 3:o + 12].reshape(3, 3)
-            mass = p[o + 12] * (1.0 if mass_scale is None else mass_scale.get(k, 1.0))
-            rho, Jc = p[o + 13:o + 16], p[o + 16:o + 25].reshape(3, 3)
-            self.kout.append(p[o + 25:o + 34].reshape(3, 3))
+            b = body_numbers(p, k)
+            s, C = b["s"], b["C"]
+            mass = b["m"] * (1.0 if mass_scale is None else mass_scale.get(k, 1.0))
+            rho, Jc = b["rho"], b["J"]
+            self.kout.append(b["Kout"])
             self.rho.append(rho.copy())
             par = plan.parent[k]
             if par < 0:

@@ -211,7 +211,7 @@ def load(path, floating=False):
     import codegen
     from codegen.model import ModelError
     try:
-        m = codegen.load_model(path, floating_base=floating)
+        m = codegen.load_model(path, floating_base=floating, mimic="refuse")     # mimic joints: below
     except ModelError as e:
         if "mimics joint" not in str(e):
             raise

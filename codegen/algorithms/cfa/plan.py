@@ -1,20 +1,20 @@
 """Topology plan of the constraint force algorithm (Liu, Hu & Zhang 2016, seed 001).
 
 Unknowns: the constraint force F_Sj of every joint, m_j = 6 - n_j numbers (a free joint has none, a fixed
-one six), stacked in body order (offsets IS).  The coefficient matrix A = W^T P^T I^-1 P W (eq 26) couples
-a joint with its parent joint and with its siblings (the node terms of eqs 33-36), nothing else.
+one six), stacked in body order (offsets IS).  The coefficient matrix A = W^T P^T I^-1 P W [LHZ eq 26] couples
+a joint with its parent joint and with its siblings (the node terms of [LHZ eqs 33-36]), nothing else.
 
-General form (eqs 22-29): A assembled dense, one Cholesky (LDL^T) solve.
+General form [LHZ eqs 22-29]: A assembled dense, one Cholesky (LDL^T) solve.
 
 Serial form (Sect. 3): the bodies are split into
   * specials: the node bodies (more than one child, Sect. 1) and the children of nodes -- the rows that
-    carry the node couplings D^t (eq 35) and b^t (eq 36);
+    carry the node couplings D^t [LHZ eq 35] and b^t [LHZ eq 36];
   * paths: maximal runs of the other bodies (each has at most one child), the single chains of Fig. 1.
     A path couples only to the special just inboard of its first body and to the special just outboard of
-    its last one (the extra columns of A_chain_node, eq 41).
-Per path K = ceil(log2 L) rounds of block odd-even elimination (eqs 39-40) leave every row coupled only
+    its last one (the extra columns of A_chain_node, [LHZ eq 41]).
+Per path K = ceil(log2 L) rounds of block odd-even elimination [LHZ eqs 39-40] leave every row coupled only
 to itself and to its two end specials; substituting those rows into the special rows gives the dense
-node system A_node (eqs 41-44), solved first; then every path row is back-substituted (eq 44).
+node system A_node [LHZ eqs 41-44], solved first; then every path row is back-substituted [LHZ eq 44].
 Bodies with m_j = 0 (free joints) have no rows and split paths.
 """
 from __future__ import annotations
@@ -35,7 +35,7 @@ SERIAL_ROW = 36 + 36 + 72 + 6
 def cfa_plan(plan: Plan) -> Dict:
     """Constraint counts and offsets, children lists, and the serial form's specials and paths."""
     nb, parent = plan.nb, plan.parent
-    m = [6 - JOINT_TYPES[t][1] for t in plan.types]
+    m = [6 - JOINT_TYPES[t].nv for t in plan.types]
     IS, off = [], 0
     for k in range(nb):
         IS.append(off)

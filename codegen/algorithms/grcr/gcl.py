@@ -1,6 +1,6 @@
 """General coupled loops (GCL, Critchley & Anderson Sect. 5): a planar loop restructured so that a window of
 adjacent dependent coordinates lies at the end of an open loop, where the plain recursive coordinate reduction
-takes it (no arbitrary-selection solve, eq 99).
+takes it (no arbitrary-selection solve, [CA eq 99]).
 
 The loop is the chain B -J1- b1 -J2- ... -b_{n-1} -Jn- B (B its base, Jn the cut) with rank m (3 in a plane).
 Plain RCR takes the last m joints as dependents; when they are singular (M2: q4 and q5 slide along one line)
@@ -13,7 +13,7 @@ the loop is opened elsewhere.  For the window W = J_{a+1} .. J_{a+m} (0-based st
     to B's, and its own coordinate stays 0 (planar motion; rot's joint point is shifted into B's plane), so
     G = B exactly.  The four columns (rotation about n, e1, e2, n) are independent at every configuration:
     rot, x, y, z are loop A's dependents throughout ("an m_i coordinate growth", m_i + 1 with the cut's);
-  * loop B hangs on loop A (eq 107: base p on loop A's chain, shared joints rot, x, y, branching body G): the old
+  * loop B hangs on loop A ([CA eq 107]: base p on loop A's chain, shared joints rot, x, y, branching body G): the old
     cut Jn hangs b_{n-1} from G (as it hung from B), the joints J_{n-1} .. J_{a+2} are reversed (child hung from
     parent, frames swapped, axis negated: the same coordinate), and J_{a+1} closes loop B as its cut.  Its last
     m joints are the window, eliminated from the tip like any loop's tail.

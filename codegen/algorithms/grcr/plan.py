@@ -4,7 +4,7 @@ Phantom bodies (Sect. 3, Fig. 2).  Every cut joint of the model's ``loops:`` sec
 that carries a *phantom body*, a massless copy of the cut's parent body (the loop base 0_i), hung from the
 cut's child: the reversed cut (parent frame = the cut's child frame, child frame = the cut's parent frame,
 axis = minus the cut's axis, so its coordinate *is* the cut's coordinate).  The loop is then the tree path
-0_i -> 1 -> ... -> n_i - 1 -> n_i (the phantom), and closing it is  ^{0_i}V^{n_i} = 0  (eq 23): the phantom's
+0_i -> 1 -> ... -> n_i - 1 -> n_i (the phantom), and closing it is  ^{0_i}V^{n_i} = 0  [CA eq 23]: the phantom's
 frame coincides with the cut's frame on the base.  The cut coordinates join the state after the tree's
 (``state_model``: the augmented tree), always dependent (the last coordinate of each loop, Sect. 4).
 
@@ -14,10 +14,10 @@ What the method takes (checked here, with messages naming the file and field):
   * every joint of a loop chain (tree joints on the path and the cut) has one coordinate (revolute,
     prismatic);
   * loops do not share joints (loops may share bodies: a loop whose base lies on another loop hangs from it
-    as a subtree).  Loops that share joints need the coupled-loop bookkeeping of Sect. 5 (eqs 103-111).
+    as a subtree).  Loops that share joints need the coupled-loop bookkeeping of Sect. 5 [CA eqs 103-111].
 
 Everything else (off-loop subtrees, any joint type) runs the tree recursion of the recursive family at the
-instant global origin (Kang & Yoon eq 33: B1 = I), whose world-frame vectors make the shift tensors S of the
+instant global origin ([KY eq 33]: B1 = I), whose world-frame vectors make the shift tensors S of the
 seed identities: every spatial quantity below is world-frame, linear part first, about the origin.
 """
 from __future__ import annotations
@@ -28,9 +28,11 @@ import numpy as np
 
 from ...model import GROUND, Body, Joint, Model, ModelError, Placement
 from ..family import BuildError
+from ...symbolic.layout import Layout
 from ..tree_plan import Plan, canonical_rotation
 
-NP_LOOP = 12                 # per loop: the cut frame on the base, in the base's reference frame: R (9), p (3)
+LOOP_PARAMS = Layout(("R", 9), ("p", 3))   # per loop in p, after the tree's: the cut frame on the base [CA eq 23]
+NP_LOOP = LOOP_PARAMS.size
 LOOP_TYPES = ("revolute", "prismatic")
 
 
@@ -66,7 +68,7 @@ def loop_layout(model: Model) -> List[dict]:
     """The loops in processing order (bases inboard first) with their chains split into the *prefix* (tree
     joints that an earlier loop already holds) and the *tail* (the loop's own joints, then its cut).  A loop
     coupled to another (sharing joints, GRCR Sect. 5) hangs on it: its base B lies on the other loop's chain
-    and its prefix is the joints of that chain right after B, up to the branching body b (the anchor, eq 107's
+    and its prefix is the joints of that chain right after B, up to the branching body b (the anchor, [CA eq 107]'s
     three accelerations A^{0_i}, ^{0_i}A^{0_j}, ^{0_j}A^b).  Raises ModelError naming the field otherwise."""
     if not model.cuts:
         raise BuildError("algorithm 'grcr' solves closed loops; this model has no `loops:` section: use recursive")
@@ -166,14 +168,15 @@ class GrcrPlan(Plan):
         for k, (ci, base) in enumerate(zip(self.cut_order, self.bases)):
             c = self.source_model.cuts[ci]
             # the phantom's reference frame (its canonical joint frame on the child side = the cut's frame on
-            # the base, turned by K) in the base's reference frame: where the phantom must sit (eq 23)
+            # the base, turned by K) in the base's reference frame: where the phantom must sit [CA eq 23]
             K = canonical_rotation(c.type, -cut_axis(c), None)
             pos, rot = c.parent_frame.pos, c.parent_frame.rot @ K
             if base >= 0:
                 gp, gr = frames[base][2]
                 pos, rot = gr.T @ (pos - gp), gr.T @ rot
             o = self.np_tree + NP_LOOP * k
-            p[o:o + 9], p[o + 9:o + 12] = rot.ravel(), pos
+            LOOP_PARAMS.view(p, "R", o)[:] = rot.ravel()      # in the base's reference frame
+            LOOP_PARAMS.view(p, "p", o)[:] = pos
         return p
 
     def loop_vars(self) -> dict:

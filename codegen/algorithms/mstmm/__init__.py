@@ -11,7 +11,7 @@ from ..tree_plan import Plan
 from .plan import SUPPORTED, template_vars  # noqa: F401
 
 FAMILY = Family(
-    name="mstmm", paper="Rui, Bestle, Wang et al. 2020 (seed 004), Algorithms A/B, eqs 1-59",
+    name="mstmm", paper="Rui, Bestle, Wang et al. 2020 (seed 004), Algorithms A/B, [RBW eqs 1-59]",
     description="Riccati transfer matrix method; joint wrenches from its state vectors",
     template="mstmm/mstmm.pyx.j2", models="tree", make_plan=Plan, template_vars=template_vars,
     joint_types=SUPPORTED, armature=tuple(t for t in SUPPORTED if t in SCALAR_JOINTS))

@@ -9,26 +9,26 @@ done here, in Python, once per topology; the template ``templates/mstmm/mstmm.py
 as one loop per run of chain bodies and explicit code per junction (multi-input body), so the
 generated code grows linearly with the number of bodies at most.
 
-Transfer direction: from the free tips (leaf bodies, boundary "0" with m = q = 0, eq 34) towards the
+Transfer direction: from the free tips (leaf bodies, boundary "0" with m = q = 0, [RBW eq 34]) towards the
 ground.  Every body's OUTPUT point O is its joint to its parent; its INPUT points I_k are the joints
 of its children (a leaf has one free input, taken at O itself since m = q = 0 there).  Bodies are in
 topological order (parent index < child index), so a descending sweep meets every input before its
 body.  Per body j the forward sweep does
-    own      element transfer matrix of the body (eqs 4-5; the extended eq 8 for several inputs),
-             written at O: the T12 P and f_a - S q parts of eqs 29-30 (T21 = 0, P = T22^-1)
+    own      element transfer matrix of the body ([RBW eqs 4-5]; the extended [RBW eq 8] for several inputs),
+             written at O: the T12 P and f_a - S q parts of [RBW eqs 29-30] (T21 = 0, P = T22^-1)
     input    for every child c: its Riccati relation z_a = S z_b + e at I_k carried to O through the
-             rigid body kinematics (eq 14: the geometric equations of the multi-hinge, eqs 15-17) and
-             the force/moment transfer (T11 of eq 20, the extra columns E6 + E_Ik of eq 8):
-             S_O += T11 S T22^-1, e_O += T11 (e + S b) (eqs 29-30; B3 at a junction)
-    hinge    the hinge between body j and its parent: condensed form of eq 10 enforcing the hinge condition
+             rigid body kinematics ([RBW eq 14]: the geometric equations of the multi-hinge, [RBW eqs 15-17]) and
+             the force/moment transfer (T11 of [RBW eq 20], the extra columns E6 + E_Ik of [RBW eq 8]):
+             S_O += T11 S T22^-1, e_O += T11 (e + S b) ([RBW eqs 29-30]; B3 at a junction)
+    hinge    the hinge between body j and its parent: condensed form of [RBW eq 10] enforcing the hinge condition
              AT the hinge (Y^T [m; q] = joint force, Y = [H_w; -H_v]), see codegen/algorithms/mstmm/reference.py
-             "articulated"; this removes the singular closure of eq 59 and the spurious singular value of
-             eq 10 (det(T21 S + T22) = 0) documented there.  Our generalisation to hinges with a
+             "articulated"; this removes the singular closure of [RBW eq 59] and the spurious singular value of
+             [RBW eq 10] (det(T21 S + T22) = 0) documented there.  Our generalisation to hinges with a
              translational part (prismatic, cylindrical, planar, free) and the free joint (S' = O: it passes
              only the wrench of its joint force; at the root it is the paper's free boundary) is derived in
              codegen/algorithms/mstmm/spatial.py (module notes), the numpy reference of this kernel.
 The root hinge's parent side is the ground boundary (A4: r'' = 0, Omega' = 0 known), and the backward
-sweep (A5 / B4, eqs 25 and 33) gives every state z = [r'', Omega', m, q] and the relative joint
+sweep (A5 / B4, [RBW eqs 25, 33]) gives every state z = [r'', Omega', m, q] and the relative joint
 accelerations.
 
 Output of the states (generated module): ``kernel.mstmm_states(q, u, tau, t)`` (nb x 12: r'', Omega', m, q
@@ -41,6 +41,7 @@ from __future__ import annotations
 from typing import Dict, List
 
 from ...model import JOINT_TYPES
+from ...symbolic.layout import Layout
 from ..family import BuildError
 from ..tree_plan import children_of, template_vars as tree_vars
 
@@ -84,18 +85,19 @@ def hinge_kind(jtype: str) -> Dict:
     return {"nv": jm.nv, "lin": not jm.S_v.is_zero_matrix, "ang": not jm.S_w.is_zero_matrix, "kind": kind}
 
 
-def work_layout(nmax: int) -> Dict[str, int]:
-    """Workspace per body: S 36 | e 6 | G 6 nmax | g0 nmax | c 6 | zb 6 (offsets and stride)."""
+def work_layout(nmax: int) -> Layout:
+    """Workspace per body j (the template's MW_<block>, at MW_SIZE j): S, e: the Riccati coefficients z_a = S z_b'
+    + e at the joint [RBW eqs 29-30]; G, g0: the hinge row udot_j = g0 - G z_b' [RBW eq 25], nmax the most joint velocities;
+    c: the hinge's velocity-product terms; zb: the body's state [r''; Omega'] after A5."""
     nmax = max(nmax, 1)
-    g0 = 42 + 6 * nmax
-    return {"G": 42, "G0": g0, "C": g0 + nmax, "Z": g0 + nmax + 6, "stride": g0 + nmax + 12, "nmax": nmax}
+    return Layout(("S", 36), ("e", 6), ("G", 6 * nmax), ("g0", nmax), ("c", 6), ("zb", 6))
 
 
 def plan_mstmm(plan) -> Dict:
     """Groups of the forward (tip -> root) Riccati sweep in descending body order.
 
     Returns {"groups": [...], "subchains": [...], "junctions": [...], "hinge": {type: hinge_kind},
-    "input_kind": {type: ball | free | gen}, "input_kinds": the input kinds present, "off": work_layout}
+    "input_kind": {type: ball | free | gen}, "input_kinds": the input kinds present, "work": work_layout}
     where a group is
       {"kind": "tip" | "chain", "hi": j_hi, "lo": j_lo, "type": joint type, "nv": n,
        "ctype": joint type of the single input's hinge (chain) or None}                  (loop)
@@ -140,11 +142,11 @@ def plan_mstmm(plan) -> Dict:
     inputs = {t: INPUT_KIND.get(t, "gen") for t in plan.joint_types_used}
     return {"groups": groups, "subchains": desc, "junctions": junctions, "hinge": hinges, "input_kind": inputs,
             "input_kinds": sorted({inputs[plan.types[j]] for j in range(plan.nb) if plan.parent[j] >= 0}),
-            "off": work_layout(max(h["nv"] for h in hinges.values()))}
+            "work": work_layout(max(h["nv"] for h in hinges.values()))}
 
 
 def template_vars(plan, options) -> Dict:
     """Variables of templates/mstmm/mstmm.pyx.j2: the rigid-tree ones and the sweep groups."""
     mst = plan_mstmm(plan)
-    return dict(tree_vars(plan, mst["off"]["stride"] * plan.nb), mst=mst)
+    return dict(tree_vars(plan, mst["work"].size * plan.nb), mst=mst)
 

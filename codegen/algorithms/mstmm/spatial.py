@@ -6,15 +6,15 @@ multibody systems consisting of chain and branch bodies", Multibody Syst. Dyn. 4
 the generated kernel (templates/mstmm/mstmm.pyx.j2) written with 6 x 6 numpy matrices and no
 specialisation, so that the kernel's joint-type shortcuts (ball, free) can be checked against it.
 
-State of a connection point (eq 1), world frame: z = [r'', Omega', m, q]; Riccati split (eq 20)
+State of a connection point [RBW eq 1], world frame: z = [r'', Omega', m, q]; Riccati split [RBW eq 20]
 z_a = [m; q] (known at a free end), z_b = [r''; Omega'] (unknown there).  The parent exerts the force -q
 and the moment +m (about the joint point) on the child (sign convention of Sect. 2.1).
 
 Per body j, tip -> root (A2-A3 / B2-B3):
-    body    Newton-Euler of body j about its joint point O (eqs 4-5 written at O, T21 = O):
+    body    Newton-Euler of body j about its joint point O ([RBW eqs 4-5] written at O, T21 = O):
             [m; q]_O = S [r''_O; Omega'_j] + e
-    inputs  every child c: its relation at c's joint, carried to O by the geometric equation (eq 14) and
-            the force transfer (T11, the E6 + E_Ik columns of eq 8): S += T11 S_c X, e += T11 (S_c b + e_c)
+    inputs  every child c: its relation at c's joint, carried to O by the geometric equation [RBW eq 14] and
+            the force transfer (T11, the E6 + E_Ik columns of [RBW eq 8]): S += T11 S_c X, e += T11 (S_c b + e_c)
     hinge   the condensation of joint j AT the hinge ("articulated" variant, reference.py module notes),
             generalised here to any joint with a translational part (the paper has smooth ball and
             revolute hinges only; what follows is our derivation):
@@ -24,16 +24,16 @@ Per body j, tip -> root (A2-A3 / B2-B3):
               hinge condition      Y^T [m; q] = tau_j with Y = [H_w; -H_v]: the power of the joint wrench
                                    (-q, m) on the relative twist H udot is tau_j^T udot (H^T [F; M] = tau)
             so with D = Y^T S H (the articulated inertia of the subtree in the joint's coordinates):
-              udot = g0 - G z_b',  G = D^-1 Y^T S,  g0 = D^-1 (tau_j - Y^T (e + S c))          (eq 25 of the hinge)
-              S' = S - S H G,  e' = e + S c + S H g0                                         (eqs 29-30)
+              udot = g0 - G z_b',  G = D^-1 Y^T S,  g0 = D^-1 (tau_j - Y^T (e + S c))          ([RBW eq 25] of the hinge)
+              S' = S - S H G,  e' = e + S c + S H g0                                         [RBW eqs 29-30]
             For a revolute or ball hinge (H_v = 0, v_rel = 0) this is the existing articulated step.
             A FREE joint (n = 6, H invertible) gives S' = S - S H (Y^T S H)^-1 Y^T S = O exactly and
             Y^T e' = tau: it transmits the wrench of its generalized force only (zero without external
-            loads), and its parent sees the subtree as a free tip of the paper (S_1 = O, e_1 = 0, eq 34)
+            loads), and its parent sees the subtree as a free tip of the paper (S_1 = O, e_1 = 0, [RBW eq 34])
             loaded by that wrench.  At the ROOT (z_b' = 0: the ground, A4) the free hinge is the paper's
             free output boundary: m = q = 0 known, S z_b + e = 0 solved for z_b = [r''; Omega'] (A4, text
-            before eq 34), here as udot = g0.
-Root -> tip (A5 / B4, eqs 25, 33): z_b' from the parent by eq 14, udot = g0 - G z_b', z_b = z_b' + H udot + c,
+            before [RBW eq 34]), here as udot = g0.
+Root -> tip (A5 / B4, [RBW eqs 25, 33]): z_b' from the parent by [RBW eq 14], udot = g0 - G z_b', z_b = z_b' + H udot + c,
 and the joint's internal forces [m; q] = S' z_b' + e'.
 
 ``riccati_tree`` covers gravity and generalized forces tau (no other force elements); it uses the plan's
@@ -74,7 +74,7 @@ def riccati_tree(model, q, u, tau=None) -> Dict[str, np.ndarray]:
     "S": [S' per joint] (6 x 6, the Riccati coefficients after each hinge), "A": (nb, 3, 3) world
     orientation of each body's reference frame}.
     """
-    from ..tree_plan import NP_BODY, Plan
+    from ..tree_plan import Plan, body_numbers
     if model.springs or model.point_springs or model.joint_forces or model.tau_hook is not None:
         raise ValueError("riccati_tree: gravity and tau only")
     plan = Plan(model)
@@ -84,10 +84,9 @@ def riccati_tree(model, q, u, tau=None) -> Dict[str, np.ndarray]:
     tau = np.zeros(plan.nv) if tau is None else np.asarray(tau, float)
     A, r, w, H, c, par = [None] * nb, [None] * nb, [None] * nb, [None] * nb, [None] * nb, plan.parent
     body = []
-    for j, jt in enumerate(model.joints):                  # kinematics, root -> tip (Kang & Yoon eqs 9-21)
-        o = 3 + NP_BODY * j
-        s, C, mass = p[o:o + 3], p[o + 3:o + 12].reshape(3, 3), p[o + 12]
-        rho, J = p[o + 13:o + 16], p[o + 16:o + 25].reshape(3, 3)
+    for j, jt in enumerate(model.joints):                  # kinematics, root -> tip [KY eqs 9-21]
+        bn = body_numbers(p, j)
+        s, C, mass, rho, J = bn["s"], bn["C"], bn["m"], bn["rho"], bn["J"]
         iq, iv, n = plan.iq[j], plan.iv[j], jt.nv
         R, d, Sv, Sw, cv, cw = _joint_functions(jt.type)(q[iq:iq + jt.nq], u[iv:iv + n])
         i = par[j]
@@ -109,13 +108,13 @@ def riccati_tree(model, q, u, tau=None) -> Dict[str, np.ndarray]:
     for j in range(nb - 1, -1, -1):                         # A2-A3 / B2-B3, tips -> root
         m, dC, Jc = body[j]
         J_O = Jc + m * (dC @ dC * np.eye(3) - np.outer(dC, dC))
-        S = np.zeros((6, 6))                                # eqs 4-5 at O: rows [m; q], columns [r''; Omega']
+        S = np.zeros((6, 6))                                # [RBW eqs 4-5] at O: rows [m; q], columns [r''; Omega']
         S[0:3, 0:3], S[0:3, 3:6] = m * _sk(dC), J_O
         S[3:6, 0:3], S[3:6, 3:6] = -m * np.eye(3), m * _sk(dC)
         fC = m * g
         e = np.concatenate([np.cross(w[j], J_O @ w[j]) - np.cross(dC, fC),
                             fC - m * np.cross(w[j], np.cross(w[j], dC))])
-        for k in kids[j]:                                   # inputs: eq 14 and the force transfer of eq 8
+        for k in kids[j]:                                   # inputs: [RBW eq 14] and the force transfer of [RBW eq 8]
             D = r[k] - r[j]
             X = np.eye(6); X[0:3, 3:6] = -_sk(D)            # r''_P(k) = r''_O - D~ Omega'_j + b
             b = np.concatenate([np.cross(w[j], np.cross(w[j], D)), np.zeros(3)])
@@ -135,7 +134,7 @@ def riccati_tree(model, q, u, tau=None) -> Dict[str, np.ndarray]:
             G_[j], g0_[j] = np.zeros((0, 6)), np.zeros(0)
             S_[j], e_[j] = S, x
     udot, z, zb = np.zeros(plan.nv), np.zeros((nb, 12)), [None] * nb
-    for j in range(nb):                                     # A4 (ground: z_b' = 0), A5 / B4 (eqs 25, 33)
+    for j in range(nb):                                     # A4 (ground: z_b' = 0), A5 / B4 [RBW eqs 25, 33]
         i = par[j]
         if i < 0:
             zp = np.zeros(6)

@@ -8,7 +8,7 @@ from ..family import Family
 from .plan import METHODS, NPE, BeamPlan, template_vars  # noqa: F401
 
 FAMILY = Family(
-    name="rancf", paper="Hu & Wang 2016 (seed 000), eqs 1-56",
+    name="rancf", paper="Hu & Wang 2016 (seed 000), [HW eqs 1-56]",
     description="recursive ANCF: O(n) flexible planar beams (dense Cholesky of the same Omega inside)",
     template="rancf/rancf.pyx.j2", models="beams", make_plan=BeamPlan, template_vars=template_vars,
     joint_types=BEAM_JOINT_TYPES, integrators=("rk4", "dopri5", "hht"), kernel_class="Kernel",

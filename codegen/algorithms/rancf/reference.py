@@ -11,42 +11,42 @@ the paper's.  This module is self-contained (numpy only; scipy only in ``simulat
 the sympy derivation in codegen/symbolic/ancf.py, so the two can check each other.
 
 Element (section 1.1): nodal coordinates e = [r_A; r'_A; r_B; r'_B] (8 numbers, the order of eqs
-3, 4, 9, 12), mass matrix M_E (eq 4), elastic force F_EK (eq 7) written with the matrices
-A_ij, B_ij, A_i (reconstructed, see codegen/symbolic/ancf.py), gravity F_EG (eq 9).
+3, 4, 9, 12), mass matrix M_E [HW eq 4], elastic force F_EK [HW eq 7] written with the matrices
+A_ij, B_ij, A_i (reconstructed, see codegen/symbolic/ancf.py), gravity F_EG [HW eq 9].
 
-Kinematics (section 1.2), element s = k_i (beam k, element i), global index s in the order of eq 42:
-    V_E{s} = Phi{s, s-1} V_E{s-1} + C{s} beta{s}                                  eqs 13, 22
-    inside a beam:  Phi = [[0, I4], [0, 0]],  C = [0; I4],  beta = V_N{k_(i+1)}    eq 14
+Kinematics (section 1.2), element s = k_i (beam k, element i), global index s in the order of [HW eq 42]:
+    V_E{s} = Phi{s, s-1} V_E{s-1} + C{s} beta{s}                                  [HW eqs 13, 22]
+    inside a beam:  Phi = [[0, I4], [0, 0]],  C = [0; I4],  beta = V_N{k_(i+1)}    [HW eq 14]
     first element of a beam (planar revolute joint, or the ground pin):
-                    Phi = [[0, chi], [0, 0]], chi = diag(I2, 0_2)                  eqs 19, 23
+                    Phi = [[0, chi], [0, 0]], chi = diag(I2, 0_2)                  [HW eqs 19, 23]
                     C = [[eps, 0], [0, I4]],  eps = [0_2; I2],  beta = [eta; V_N{k_2}],
-                    eta = slope rate (x'dot, y'dot) of the beam's first node       eqs 17-19, 23
+                    eta = slope rate (x'dot, y'dot) of the beam's first node       [HW eqs 17-19, 23]
     (the ground pin is the revolute joint to a fixed "beam 0": no Phi block).
-Stacked (eqs 26-36):  V_E = eps_Phi V_E + C beta  =>  V_E = (I - eps_Phi)^-1 C beta = Phi C beta,
-with (eps_Phi)^2 = 0 (eq 30), so Phi = I + eps_Phi (eq 33).  For revolute joints Phi and C are
-constant, so the acceleration remainders vanish, c = Phidot V_E + Cdot beta = 0 (eqs 16, 25; only the
-translational joint of eqs 20-21 gives c != 0), and positions follow from the same map:
+Stacked [HW eqs 26-36]:  V_E = eps_Phi V_E + C beta  =>  V_E = (I - eps_Phi)^-1 C beta = Phi C beta,
+with (eps_Phi)^2 = 0 [HW eq 30], so Phi = I + eps_Phi [HW eq 33].  For revolute joints Phi and C are
+constant, so the acceleration remainders vanish, c = Phidot V_E + Cdot beta = 0 ([HW eqs 16, 25]; only the
+translational joint of [HW eqs 20-21] gives c != 0), and positions follow from the same map:
     e_all = Phi C q + e_0,   qdot = beta,
 q = the independent nodal coordinates (per beam: the first node's slope, then all coordinates of
 nodes 2..n_elem+1), e_0 = the ground pin position in element 1.  Number of coordinates
-n = 4 N_bar + 2 N (eq 56): 110 for 5 beams x 5 elements, as in the paper's first DOF point.
+n = 4 N_bar + 2 N [HW eq 56]: 110 for 5 beams x 5 elements, as in the paper's first DOF point.
 
-Dynamics (eqs 37-41):  Omega betadot + Gamma = Q with
+Dynamics [HW eqs 37-41]:  Omega betadot + Gamma = Q with
     Omega = C^T Phi^T M_E Phi C,   Gamma = C^T Phi^T (M_E Phi c + F_EK - F_E),
 Q = generalised applied forces of beta (zero here: no joint torques).  ``accel_dense`` assembles the
 dense Gamma every call and applies Omega^-1 (Omega is constant for revolute joints, so it is
 assembled and inverted once); ``accel_recursive`` is the O(n) block-tridiagonal solution of
-eqs 44-55 and must agree with it.
+[HW eqs 44-55] and must agree with it.
 
 Reconstructions (the seed text is garbled in places):
-* eq 44 prints Omega = C^T Phi^T M_E C; it is C^T Phi^T M_E Phi C (eq 41; the printed tau and upsilon
-  of eq 45 are those of the latter).
-* eqs 49 and 55 print Phi where Psi is meant: Omega^-1 = Psi^T P^-1 Psi (eq 47), so
+* [HW eq 44] prints Omega = C^T Phi^T M_E C; it is C^T Phi^T M_E Phi C ([HW eq 41]; the printed tau and upsilon
+  of [HW eq 45] are those of the latter).
+* [HW eqs 49, 55] print Phi where Psi is meant: Omega^-1 = Psi^T P^-1 Psi [HW eq 47], so
   betadot = Psi^T P^-1 Psi gamma, forward sweep eps_s = Psi_{s,s-1} eps_{s-1} + gamma_s, backward
-  sweep betadot_s = Psi_{s+1,s}^T betadot_{s+1} + P_s^-1 eps_s; eq 49 also prints M_E Psi c for
+  sweep betadot_s = Psi_{s+1,s}^T betadot_{s+1} + P_s^-1 eps_s; [HW eq 49] also prints M_E Psi c for
   M_E Phi c (irrelevant here, c = 0).
-* eq 27 labels the junction block Phi{(k+1)_1, k_[k]+1}; it sits at block (row (k+1)_1, column k_[k])
-  and is the Phi{(k+1)_1, k_[k]} of eq 22.
+* [HW eq 27] labels the junction block Phi{(k+1)_1, k_[k]+1}; it sits at block (row (k+1)_1, column k_[k])
+  and is the Phi{(k+1)_1, k_[k]} of [HW eq 22].
 """
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ _XG, _WG = 0.5 * (_XG + 1.0), 0.5 * _WG             # mapped to xi in [0, 1]
 
 
 def shape_functions(xi: float, l: float) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """N(xi), dN/ds, d2N/ds2 of eq 3 (4 Hermite functions each), s = l xi."""
+    """N(xi), dN/ds, d2N/ds2 of [HW eq 3] (4 Hermite functions each), s = l xi."""
     N = np.array([1 - 3 * xi**2 + 2 * xi**3, l * (xi - 2 * xi**2 + xi**3), 3 * xi**2 - 2 * xi**3, l * (xi**3 - xi**2)])
     dN = np.array([-6 * xi + 6 * xi**2, l * (1 - 4 * xi + 3 * xi**2), 6 * xi - 6 * xi**2, l * (3 * xi**2 - 2 * xi)]) / l
     d2N = np.array([-6 + 12 * xi, l * (-4 + 6 * xi), 6 - 12 * xi, l * (6 * xi - 2)]) / l**2
@@ -70,7 +70,7 @@ def shape_functions(xi: float, l: float) -> Tuple[np.ndarray, np.ndarray, np.nda
 
 
 def shape_rows(N: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """The two rows S_1 (x) and S_2 (y) of S = [N1 I2, N2 I2, N3 I2, N4 I2] (eq 3)."""
+    """The two rows S_1 (x) and S_2 (y) of S = [N1 I2, N2 I2, N3 I2, N4 I2] [HW eq 3]."""
     S1, S2 = np.zeros(8), np.zeros(8)
     S1[0::2] = N
     S2[1::2] = N
@@ -79,7 +79,7 @@ def shape_rows(N: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
 
 @dataclass(frozen=True)
 class BeamElement:
-    """Constant matrices of one Shabana planar beam element (eqs 4, 7, 9), by Gauss quadrature."""
+    """Constant matrices of one Shabana planar beam element [HW eqs 4, 7, 9], by Gauss quadrature."""
     l: float
     E: float
     A: float
@@ -98,14 +98,14 @@ class BeamElement:
             D = D1, D2 = shape_rows(dN)          # S_1', S_2'
             DD = shape_rows(d2N)                 # S_1'', S_2''
             ds = w * l
-            M += self.rho * self.A * ds * S.T @ S                        # eq 4
+            M += self.rho * self.A * ds * S.T @ S                        # [HW eq 4]
             for i in range(2):
                 for j in range(2):
-                    A_[f"{i + 1}{j + 1}"] += EA * ds * np.outer(D[i], D[j])    # A_ij (eq 7)
-                    B_[f"{i + 1}{j + 1}"] += EI * ds * np.outer(DD[i], DD[j])  # B_ij (eq 7)
-            a1 += EA * ds * D1                                            # A_1 (eq 7)
-            a2 += EA * ds * D2                                            # A_2 (eq 7)
-            Sint += ds * S.T                                              # int S^T ds (eq 9)
+                    A_[f"{i + 1}{j + 1}"] += EA * ds * np.outer(D[i], D[j])    # A_ij [HW eq 7]
+                    B_[f"{i + 1}{j + 1}"] += EI * ds * np.outer(DD[i], DD[j])  # B_ij [HW eq 7]
+            a1 += EA * ds * D1                                            # A_1 [HW eq 7]
+            a2 += EA * ds * D2                                            # A_2 [HW eq 7]
+            Sint += ds * S.T                                              # int S^T ds [HW eq 9]
         return {
             "M": M,
             "K1": A_["11"] + B_["22"],                                    # multiplies cos^2(alpha)
@@ -117,7 +117,7 @@ class BeamElement:
 
 
 def elastic_energy_and_force(ee: np.ndarray, mats: Dict[str, np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:
-    """U (eq 6) and F_EK = dU/de (eq 7) for a stack of elements ee (n, 8).
+    """U [HW eq 6] and F_EK = dU/de [HW eq 7] for a stack of elements ee (n, 8).
 
         U = 1/2 [c^2 e.K1 e + s^2 e.K2 e + c s e.K3 e] - (c A1 + s A2) e + E A l / 2
     with c = cos(alpha), s = sin(alpha) of the chord r_B - r_A; F = dU/de|alpha + dU/dalpha dalpha/de.
@@ -138,7 +138,7 @@ def elastic_energy_and_force(ee: np.ndarray, mats: Dict[str, np.ndarray]) -> Tup
 
 
 def gravity_force(m: float, l: float, g) -> np.ndarray:
-    """F_EG = int rho A S^T g ds (eq 9, any direction g)."""
+    """F_EG = int rho A S^T g ds ([HW eq 9], any direction g)."""
     gx, gy = g
     return m * np.array([gx / 2, gy / 2, gx * l / 12, gy * l / 12, gx / 2, gy / 2, -gx * l / 12, -gy * l / 12])
 
@@ -155,12 +155,12 @@ def _mv(M: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 
 I4 = np.eye(4)
-PHI_BEAM = np.block([[np.zeros((4, 4)), I4], [np.zeros((4, 4)), np.zeros((4, 4))]])      # eq 14
-CHI_REV = np.diag([1.0, 1.0, 0.0, 0.0])                                                # eq 19
-PHI_JOINT = np.block([[np.zeros((4, 4)), CHI_REV], [np.zeros((4, 4)), np.zeros((4, 4))]])  # eq 23
-C_BEAM = np.vstack([np.zeros((4, 4)), I4])                                             # eq 14
-EPS_REV = np.vstack([np.zeros((2, 2)), np.eye(2)])                                     # eq 19
-C_JOINT = np.block([[EPS_REV, np.zeros((4, 4))], [np.zeros((4, 2)), I4]])               # eq 23
+PHI_BEAM = np.block([[np.zeros((4, 4)), I4], [np.zeros((4, 4)), np.zeros((4, 4))]])      # [HW eq 14]
+CHI_REV = np.diag([1.0, 1.0, 0.0, 0.0])                                                # [HW eq 19]
+PHI_JOINT = np.block([[np.zeros((4, 4)), CHI_REV], [np.zeros((4, 4)), np.zeros((4, 4))]])  # [HW eq 23]
+C_BEAM = np.vstack([np.zeros((4, 4)), I4])                                             # [HW eq 14]
+EPS_REV = np.vstack([np.zeros((2, 2)), np.eye(2)])                                     # [HW eq 19]
+C_JOINT = np.block([[EPS_REV, np.zeros((4, 4))], [np.zeros((4, 2)), I4]])               # [HW eq 23]
 
 
 class FlexiblePendulum:
@@ -173,35 +173,35 @@ class FlexiblePendulum:
         self.l = L_beam / n_elem
         self.mats = BeamElement(self.l, E, A, I, rho).matrices()
         self.m_el = rho * A * self.l
-        Nb = self.N_bar = n_beams * n_elem                      # number of elements, index s (eq 42)
+        Nb = self.N_bar = n_beams * n_elem                      # number of elements, index s [HW eq 42]
 
         # per element: first of its beam?  number of generalised speeds (6 or 4)
         self.first = np.array([s % n_elem == 0 for s in range(Nb)])
         self.nbeta = np.where(self.first, 6, 4)
         self.off = np.concatenate([[0], np.cumsum(self.nbeta)])
-        self.n = int(self.off[-1])                              # = 4 N_bar + 2 N  (eq 56)
+        self.n = int(self.off[-1])                              # = 4 N_bar + 2 N  [HW eq 56]
 
         # element operators: Phi{s, s-1} (None for the ground-pinned element) and C{s}
         self.Phi_ss = [None if s == 0 else (PHI_JOINT if self.first[s] else PHI_BEAM) for s in range(Nb)]
         self.C_s = [C_JOINT if self.first[s] else C_BEAM for s in range(Nb)]
 
-        # dense stacked operators (eqs 26-27, 31-35)
+        # dense stacked operators [HW eqs 26-27, 31-35]
         self.eps_Phi = np.zeros((8 * Nb, 8 * Nb))
         for s in range(1, Nb):
             self.eps_Phi[8 * s:8 * s + 8, 8 * (s - 1):8 * s] = self.Phi_ss[s]
-        self.Phi = np.linalg.inv(np.eye(8 * Nb) - self.eps_Phi)       # eq 33
+        self.Phi = np.linalg.inv(np.eye(8 * Nb) - self.eps_Phi)       # [HW eq 33]
         self.C = np.zeros((8 * Nb, self.n))
         for s in range(Nb):
             self.C[8 * s:8 * s + 8, self.off[s]:self.off[s + 1]] = self.C_s[s]
-        self.ME = np.kron(np.eye(Nb), self.mats["M"])               # block diag of eq 4
-        self.PhiC = self.Phi @ self.C                              # V_E = Phi C beta (eq 36)
-        self.Omega = self.PhiC.T @ self.ME @ self.PhiC             # eq 41 (constant here)
-        # Omega is constant for revolute joints, so its inverse (eq 47) is formed once
+        self.ME = np.kron(np.eye(Nb), self.mats["M"])               # block diag of [HW eq 4]
+        self.PhiC = self.Phi @ self.C                              # V_E = Phi C beta [HW eq 36]
+        self.Omega = self.PhiC.T @ self.ME @ self.PhiC             # [HW eq 41] (constant here)
+        # Omega is constant for revolute joints, so its inverse [HW eq 47] is formed once
         self.Omega_inv = np.linalg.inv(self.Omega)
         self.PhiC_T, self.MPhi = np.ascontiguousarray(self.PhiC.T), self.ME @ self.Phi
         self.e0 = np.zeros(8 * Nb)
         self.e0[0:2] = self.origin                                 # ground pin position
-        self.FE = np.tile(gravity_force(self.m_el, self.l, self.g), Nb)   # F_E = F_EG (eqs 8-9)
+        self.FE = np.tile(gravity_force(self.m_el, self.l, self.g), Nb)   # F_E = F_EG [HW eqs 8-9]
         self._recursive_setup()
 
     # ---------------------------------------------------------------- coordinates
@@ -222,32 +222,32 @@ class FlexiblePendulum:
         return np.concatenate([q, np.zeros(self.n)])
 
     def element_coordinates(self, q: np.ndarray) -> np.ndarray:
-        """e of every element, shape (N_bar, 8): e_all = Phi C q + e_0 (integral of eq 36)."""
+        """e of every element, shape (N_bar, 8): e_all = Phi C q + e_0 (integral of [HW eq 36])."""
         return (_mv(self.PhiC, q) + self.e0).reshape(self.N_bar, 8)
 
     def tip(self, q: np.ndarray) -> np.ndarray:
         return self.element_coordinates(q)[-1, 4:6]
 
-    # ---------------------------------------------------------------- dynamics, dense (eqs 36-41)
+    # ---------------------------------------------------------------- dynamics, dense [HW eqs 36-41]
 
     def c_term(self, q, beta) -> np.ndarray:
-        # eqs 16, 25: c = Phidot V_E + Cdot beta = 0 for revolute joints and the ground pin
+        # [HW eqs 16, 25]: c = Phidot V_E + Cdot beta = 0 for revolute joints and the ground pin
         return np.zeros(8 * self.N_bar)
 
     def Gamma(self, q, beta) -> np.ndarray:
-        """Gamma = C^T Phi^T (M_E Phi c + F_EK - F_E) (eq 41)."""
+        """Gamma = C^T Phi^T (M_E Phi c + F_EK - F_E) [HW eq 41]."""
         _, FEK = elastic_energy_and_force(self.element_coordinates(q), self.mats)
         return _mv(self.PhiC_T, _mv(self.MPhi, self.c_term(q, beta)) + FEK.ravel() - self.FE)
 
     def accel_dense(self, q, beta, Q: Optional[np.ndarray] = None) -> np.ndarray:
-        """betadot = Omega^-1 (Q - Gamma) (eq 40) with the dense Omega and Gamma of eq 41."""
+        """betadot = Omega^-1 (Q - Gamma) [HW eq 40] with the dense Omega and Gamma of [HW eq 41]."""
         rhs = -self.Gamma(q, beta) if Q is None else Q - self.Gamma(q, beta)
         return _mv(self.Omega_inv, rhs)
 
-    # ---------------------------------------------------------------- dynamics, recursive (eqs 44-55)
+    # ---------------------------------------------------------------- dynamics, recursive [HW eqs 44-55]
 
     def _recursive_setup(self):
-        """tau, upsilon (eq 45), P and Psi (eq 46); constant for revolute joints, so computed once."""
+        """tau, upsilon [HW eq 45], P and Psi [HW eq 46]; constant for revolute joints, so computed once."""
         Nb, M = self.N_bar, self.mats["M"]
         self.P_inv, self.Psi = [None] * Nb, [None] * Nb
         P_prev_inv = None
@@ -265,19 +265,19 @@ class FlexiblePendulum:
             P_prev_inv = self.P_inv[s] = np.linalg.inv(P)
 
     def accel_recursive(self, q, beta, Q: Optional[np.ndarray] = None) -> np.ndarray:
-        """O(n) solution of Omega betadot = Q - Gamma by eqs 52 and 55 (Psi for the printed Phi)."""
+        """O(n) solution of Omega betadot = Q - Gamma by [HW eqs 52, 55] (Psi for the printed Phi)."""
         Nb, M = self.N_bar, self.mats["M"]
         _, FEK = elastic_energy_and_force(self.element_coordinates(q), self.mats)
         FE = self.FE.reshape(Nb, 8)
         c = self.c_term(q, beta).reshape(Nb, 8)
         Q = np.zeros(self.n) if Q is None else Q
-        # algorithm 1 (eq 52)
+        # algorithm 1 [HW eq 52]
         kappa = [M @ (c[s] + (self.Phi_ss[s] @ c[s - 1] if s else 0.0)) + FEK[s] - FE[s] for s in range(Nb)]
         gamma = [None] * Nb
         for s in reversed(range(Nb)):
             k = kappa[s] + (self.Phi_ss[s + 1].T @ kappa[s + 1] if s + 1 < Nb else 0.0)
             gamma[s] = Q[self.off[s]:self.off[s + 1]] - self.C_s[s].T @ k
-        # algorithm 2 (eq 55)
+        # algorithm 2 [HW eq 55]
         eps = [None] * Nb
         for s in range(Nb):
             eps[s] = gamma[s] + (self.Psi[s] @ eps[s - 1] if s else 0.0)

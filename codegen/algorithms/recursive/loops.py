@@ -1,4 +1,4 @@
-"""Closed loops for the recursive family: cut joints (Kang & Yoon, seed 002, eqs 37-46).
+"""Closed loops for the recursive family: cut joints [KY eqs 37-46].
 
 The `joints:` tree is the spanning tree; each cut joint of the model's `loops:` section adds the rows of
 its joint type (``codegen.symbolic.loops.ROWS``) between a frame on side i (its parent) and one on side j
@@ -8,7 +8,7 @@ its joint type (``codegen.symbolic.loops.ROWS``) between a frame on side i (its 
   one plane (revolute about its normal n, prismatic in it, planar about n, fixed), the rows along n are
   satisfied identically and are dropped (M2's prismatic cut keeps its two in-plane rows);
 * the *loop bodies*: a body whose subtree holds a side of some cut carries the m x 6 Jacobian Phi_j of
-  eqs 39-40 in the backward pass (slot ``SLOT[j]``; other bodies skip the loop terms);
+  [KY eqs 39-40] in the backward pass (slot ``SLOT[j]``; other bodies skip the loop terms);
 * the parameters of each cut (24 numbers: the point and the three axes of each side, in the side's body
   reference frame; world for ground), appended to the tree's parameter vector.
 """
@@ -24,6 +24,15 @@ from ...symbolic.loop_rows import ROWS, planar_rows
 from ..tree_plan import Plan, canonical_rotation
 
 NP_CUT = 24          # per cut: p_i (3), e0 e1 e2 (9), p_j (3), f0 f1 f2 (9)
+
+
+@dataclass
+class CouplingRow:
+    """A coupling (codegen.model.couplings) as one joint-space row: L1 = p(L2), L = sum coef q."""
+    name: str
+    terms: List[tuple]   # (side 0 | 1, q index, v index, body index of the joint, coef)
+    index: int = 0       # its row number (after the cuts' rows)
+    p: int = 0           # parameter offset: c0 .. c4, then the terms' coefficients
 
 
 @dataclass
@@ -74,18 +83,29 @@ class LoopPlan(Plan):
             self.cuts.append(Cut(c.name, c.type, bi, bj, K, [Row(k, a, b, m + r) for r, (k, a, b) in
                                                               enumerate(rows)], normal))
             m += len(rows)
+        self.nm_cut = m
+        self.couplings: List[CouplingRow] = []
+        b = {j.name: k for k, j in enumerate(model.joints)}
+        for c in model.couplings:                       # one joint-space row each, after the cuts' rows
+            terms = [(side, self.iq[b[jn]] + d, self.iv[b[jn]] + d, b[jn], coef)
+                     for side, terms in enumerate(c.sides(model)) for jn, d, coef in terms]
+            self.couplings.append(CouplingRow(c.name, terms, m))
+            m += 1
         self.nm = m
         for cut in self.cuts:
             cut.index = self.np
             self.np += NP_CUT
+        for cp in self.couplings:
+            cp.p = self.np
+            self.np += 5 + len(cp.terms)
         # loop bodies: a cut side in the subtree
         slot = [-1] * self.nb
         mark = [False] * self.nb
-        for cut in self.cuts:
-            for b in (cut.bi, cut.bj):
-                while b >= 0 and not mark[b]:
-                    mark[b] = True
-                    b = self.parent[b]
+        for b in [b for cut in self.cuts for b in (cut.bi, cut.bj)] + [t[3] for cp in self.couplings
+                                                                        for t in cp.terms]:
+            while b >= 0 and not mark[b]:
+                mark[b] = True
+                b = self.parent[b]
         n = 0
         for j in range(self.nb):
             if mark[j]:
@@ -111,7 +131,7 @@ class LoopPlan(Plan):
         """(normal axis index, K) when the loop through cut moves in one plane, else (None, K)."""
         joints = self.model.joints
         top, to_i, to_j = self._branches(bi, bj)
-        start = next((b for b in to_i + to_j if joints[b].type in ("revolute", "planar")), None)
+        start = next((b for b in to_i + to_j if JOINT_TYPES[joints[b].type].plane_motion == "normal"), None)
         if start is None:
             return None, K
 
@@ -141,7 +161,7 @@ class LoopPlan(Plan):
         # tree turns side j only about n, so side j's axis along n stays n; spherical rows use side i's axes only)
         if cut.axis is None:                                                     # spherical, fixed: e2 = n
             return 2, canonical_rotation("revolute", nloc, None)
-        if cut.type != "universal" and abs(cut.axis @ nloc) < 1e-9:              # axis in the plane: e0 = n
+        if not JOINT_TYPES[cut.type].needs_axis2 and abs(cut.axis @ nloc) < 1e-9:  # axis in the plane: e0 = n
             return 0, np.column_stack([nloc, np.cross(cut.axis, nloc), cut.axis])
         for k in range(3):
             if abs(abs(K[:, k] @ nloc) - 1) < 1e-9:
@@ -150,15 +170,17 @@ class LoopPlan(Plan):
 
     @staticmethod
     def _keeps_plane(jt, v) -> bool:
-        """Does tree joint jt (motion in its joint frame) keep the plane normal to v (joint frame) fixed?"""
+        """Does tree joint jt (motion in its joint frame) keep the plane normal to v (joint frame) fixed?
+        (JointType.plane_motion: turning about v, sliding normal to v, or not moving.)"""
         v = _unit_or_none(v)
         if v is None:
             return False
-        if jt.type in ("revolute", "planar"):
+        motion = JOINT_TYPES[jt.type].plane_motion
+        if motion == "normal":
             return abs(abs(jt.axis @ v) - 1) < 1e-9
-        if jt.type == "prismatic":
+        if motion == "along":
             return abs(jt.axis @ v) < 1e-9
-        return jt.type == "fixed"
+        return motion == "any"
 
     # ------------------------------------------------------------ parameters
     def params(self) -> np.ndarray:
@@ -175,12 +197,16 @@ class LoopPlan(Plan):
                     x = pl.pos
                 p[o + 12 * side:o + 12 * side + 3] = x
                 p[o + 12 * side + 3:o + 12 * side + 12] = R.T.ravel()     # the axes one after the other
+        for cp, c in zip(self.couplings, self.model.couplings):
+            p[cp.p:cp.p + 5] = c.polycoef
+            p[cp.p + 5:cp.p + 5 + len(cp.terms)] = [t[4] for t in cp.terms]
         return p
 
     def code_pattern(self) -> str:
         """The tree's pattern plus the rows of every cut (the planar reduction depends on the axes)."""
         return super().code_pattern() + ";" + ",".join(
-            f"{c.type}:{c.normal}" for c in self.cuts)
+            f"{c.type}:{c.normal}" for c in self.cuts) + "".join(
+            ";" + ",".join(f"{t[0]}:{t[1]}:{t[2]}" for t in cp.terms) for cp in self.couplings)
 
     def roadmap(self) -> List[str]:
         rows = super().roadmap()
@@ -189,21 +215,33 @@ class LoopPlan(Plan):
             rows.append(f"  cut {cut.name[:16]:<16} {cut.type:<11} {bi[:16]:<16} -> {self.body_names[cut.bj][:16]:<16} "
                         f"rows {cut.rows[0].index}:{cut.rows[-1].index + 1}"
                         + (f" (planar loop, normal e{cut.normal})" if cut.normal is not None else ""))
+        for cp in self.couplings:
+            rows.append(f"  coupling {cp.name[:16]:<16} row {cp.index}: " + " ".join(
+                f"{'L1' if t[0] == 0 else 'L2'}:{self.joint_names[t[3]][:16]}[{t[2] - self.iv[t[3]]}]"
+                for t in cp.terms))
         return rows
 
     def loop_vars(self) -> dict:
         """Template variables of the loop part (templates/recursive/loops.pyx.j2)."""
-        def c_array(xs):
-            return ",".join(map(str, xs))
+        def c_array(xs, pad="0"):                  # C arrays of at least one entry
+            return ",".join(map(str, xs)) or pad
         rows = [r for c in self.cuts for r in c.rows]
-        return dict(ncut=len(self.cuts), nm=self.nm, nslot=self.nslot,
-                    slot_c=c_array(self.slot), nv_of_c=c_array(JOINT_TYPES[t][1] for t in self.types),
+        terms = [t for cp in self.couplings for t in cp.terms]
+        t0 = [0]
+        for cp in self.couplings:
+            t0.append(t0[-1] + len(cp.terms))
+        return dict(ncut=len(self.cuts), nm=self.nm, nslot=self.nslot, nm_cut=self.nm_cut, ncpl=len(self.couplings),
+                    nterm=len(terms), cpl_p_c=c_array(cp.p for cp in self.couplings), cpl_t0_c=c_array(t0),
+                    term_side_c=c_array(t[0] for t in terms), term_q_c=c_array(t[1] for t in terms),
+                    term_v_c=c_array(t[2] for t in terms), term_b_c=c_array(t[3] for t in terms),
+                    slot_c=c_array(self.slot), nv_of_c=c_array(JOINT_TYPES[t].nv for t in self.types),
                     # the cuts and their rows as data, so the kernel's size does not grow with the number of cuts
                     cut_bi_c=c_array(c.bi for c in self.cuts), cut_bj_c=c_array(c.bj for c in self.cuts),
                     cut_p_c=c_array(c.index for c in self.cuts),
-                    cut_row0_c=c_array([c.row0 for c in self.cuts] + [self.nm]),
-                    row_a_c=c_array(r.a for r in rows), row_b_c=c_array(r.b if r.kind == "d1" else -1 for r in rows))
+                    cut_row0_c=c_array([c.row0 for c in self.cuts] + [self.nm_cut]),
+                    row_a_c=c_array([r.a for r in rows] + [-1] * len(self.couplings)),
+                    row_b_c=c_array([r.b if r.kind == "d1" else -1 for r in rows] + [-1] * len(self.couplings)))
 
 
 def make_plan(model: Model) -> Plan:
-    return LoopPlan(model) if model.cuts else Plan(model)
+    return LoopPlan(model) if model.cuts or model.couplings else Plan(model)

@@ -8,12 +8,11 @@ import warnings
 
 import numpy as np
 
+from ...algorithms.rancf.plan import METHODS   # beam models: the O(n) recursion, or the dense Cholesky of Omega
 from ..animate import beam_geometry
 from ..integrate import RK4_LIMIT
 from ..result import Result
 from ..system import System, refused
-
-METHODS = ("rancf", "dense")   # beam models: the O(n) recursion, or the dense Cholesky of the same Omega
 
 
 def _rigid_only(name):
@@ -105,7 +104,6 @@ class BeamSystem(System):
         of (K_T, M_E) over the elements (tangent stiffness from the compiled elastic forces, consistent mass M_E
         ([HW eq 4]) from the plan).  An element bound: the assembled system's highest frequency is at most this
         (for M3: 6.5 (2 / l_e) sqrt(E / rho) here against 4.8 assembled)."""
-        from ...algorithms.rancf.plan import NPE
         cached = getattr(self, "_omega_cache", None)
         if cached is not None and cached[0] is self.plan:
             return cached[1]
@@ -113,7 +111,7 @@ class BeamSystem(System):
         _, K = self.kernel.elastic(np.ascontiguousarray(q0, float), 1)
         p = self.plan.params()
         nbar = K.shape[0]
-        M = np.stack([p[2 + NPE * s:2 + NPE * s + 64].reshape(8, 8) for s in range(nbar)])
+        M = np.stack([self.plan.element_numbers(p, s)["M"].reshape(8, 8) for s in range(nbar)])
         lam = np.linalg.eigvals(np.linalg.solve(M, K)).real.max()
         om = float(math.sqrt(max(lam, 0.0)))
         self._omega_cache = (self.plan, om)

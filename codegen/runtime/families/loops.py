@@ -16,30 +16,66 @@ CLOSURE_TOL = 1e-6          # |Phi| [m or -] and |Phi'| [m/s or 1/s] accepted at
 
 
 def row_cuts(plan):
-    """Name of the cut joint of every constraint row."""
-    return [c.name for c in plan.cuts for _ in c.rows]
+    """Name of the cut joint (or coupling) of every constraint row."""
+    return [c.name for c in plan.cuts for _ in c.rows] + [c.name for c in plan.couplings]
+
+
+def row_fields(plan):
+    """The model-file field of every constraint row: loops[CUT] or couplings[NAME]."""
+    return [f"loops[{c.name}]" for c in plan.cuts for _ in c.rows] + [f"couplings[{c.name}]" for c in plan.couplings]
 
 
 def per_cut_max(plan, v):
-    """max |v| over each cut's rows: v (..., NM) -> (..., n_cuts)."""
-    return np.stack([np.max(np.abs(v[..., [r.index for r in c.rows]]), axis=-1) for c in plan.cuts], axis=-1)
+    """max |v| over each cut's rows, then each coupling's row: v (..., NM) -> (..., n_cuts + n_couplings)."""
+    groups = [[r.index for r in c.rows] for c in plan.cuts] + [[c.index] for c in plan.couplings]
+    return np.stack([np.max(np.abs(v[..., g]), axis=-1) for g in groups], axis=-1)
+
+
+def _constraints(plan):
+    return list(plan.cuts) + list(plan.couplings)
 
 
 def check_closure(system, q, u, where: str = "initial state"):
     """Raise ModelError naming the cut joint whose constraints the state (q, u) violates by more than
     CLOSURE_TOL, at position or velocity level."""
     viol = system.kernel.loop_residual(q, u)
-    names = row_cuts(system.plan)
+    fields = row_fields(system.plan)
     for level, what, unit in ((0, "does not close", "m or rad"), (1, "moves apart", "m/s or rad/s")):
         r = int(np.argmax(np.abs(viol[:, level])))
         if abs(viol[r, level]) > CLOSURE_TOL:
-            worst = ", ".join(f"{c.name}: {v:.3g}" for c, v in zip(system.plan.cuts, per_cut_max(system.plan, viol[:, level]))
+            worst = ", ".join(f"{c.name}: {v:.3g}" for c, v in zip(_constraints(system.plan),
+                                                                    per_cut_max(system.plan, viol[:, level]))
                               if v > CLOSURE_TOL)
+            if fields[r].startswith("couplings"):
+                raise ModelError(f"the coupling L1 = p(L2) is violated at the {where} by {viol[r, level]:.3g} "
+                                 + ("(L1 - p(L2)" if level == 0 else "(its rate L1' - p'(L2) L2'")
+                                 + f", tolerance {CLOSURE_TOL:g}; per constraint: {worst}): "
+                                 + ("give the coupled joint a q0 that satisfies it" if level == 0 else
+                                    "the joints' u0 must satisfy its rate too"),
+                                 system.model.source, fields[r])
             raise ModelError(f"the cut joint {what} at the {where} by up to {abs(viol[r, level]):.3g} {unit} "
                              f"(tolerance {CLOSURE_TOL:g}; per cut: {worst}); "
                              + ("check its frames against the tree's q0" if level == 0 else
                                 "the joints' u0 must satisfy the loop's velocity constraints"),
-                             system.model.source, f"loops[{names[r]}]")
+                             system.model.source, fields[r])
+
+
+def _angle(R, d):
+    """The turn about the cut frame's axis e2."""
+    return np.arctan2(R[:, 1, 0], R[:, 0, 0])
+
+
+# loop-closing joint type -> (R, d) -> its coordinates (a list of nt-arrays, JointType.coordinates): R[t, a, b] =
+# e_a . f_b (side j's axes in side i's frame), d side j's point in side i's frame
+CUT_COORDINATES = {
+    "revolute": lambda R, d: [_angle(R, d)],
+    "prismatic": lambda R, d: [d[:, 2]],
+    "cylindrical": lambda R, d: [_angle(R, d), d[:, 2]],
+    "universal": lambda R, d: [_angle(R, d), np.arctan2(R[:, 2, 1], R[:, 2, 2])],
+    "spherical": lambda R, d: list(np.array([rot_to_quat(r) for r in R]).T),
+    "planar": lambda R, d: [d[:, 0], d[:, 1], _angle(R, d)],
+    "fixed": lambda R, d: [],
+}
 
 
 def cut_coordinates(model, frames):
@@ -52,16 +88,8 @@ def cut_coordinates(model, frames):
         pj, F = frames[:, c, 12:15], frames[:, c, 15:24].reshape(-1, 3, 3)
         R = np.einsum("tak,tbk->tab", E, F)                 # R[a, b] = e_a . f_b: side j axes in side i frame
         d = np.einsum("tak,tk->ta", E, pj - pi)
-        t = cut.type
-        ang = np.arctan2(R[:, 1, 0], R[:, 0, 0])
-        vals = {"revolute": [ang], "prismatic": [d[:, 2]], "cylindrical": [ang, d[:, 2]],
-                "universal": [np.arctan2(R[:, 1, 0], R[:, 0, 0]), np.arctan2(R[:, 2, 1], R[:, 2, 2])],
-                "planar": [d[:, 0], d[:, 1], ang], "fixed": []}.get(t)
-        if vals is None:                                    # spherical
-            quat = np.array([rot_to_quat(r) for r in R])
-            vals = list(quat.T)
-        cols += vals
-        names += [f"{cut.name}.{n}" for n in JOINT_TYPES[t][2]]
+        cols += CUT_COORDINATES[cut.type](R, d)
+        names += [f"{cut.name}.{n}" for n in JOINT_TYPES[cut.type].coordinates]
     return (np.column_stack(cols) if cols else np.zeros((frames.shape[0], 0))), names
 
 
@@ -69,24 +97,29 @@ def loop_outputs(system, X, ts) -> dict:
     """Result extras of a closed-loop model (see System.simulate)."""
     lam, wrench, viol, frames = system.kernel.loop_history(X, ts)
     cuts = [c.name for c in system.plan.cuts]
+    ncut_rows = system.plan.nm_cut
     per_cut = np.stack([per_cut_max(system.plan, viol[..., 0]), per_cut_max(system.plan, viol[..., 1])], axis=-1)
-    K = np.array([c.K for c in system.plan.cuts])          # cut frame axes in the user's joint frame
+    K = np.array([c.K for c in system.plan.cuts]).reshape(-1, 3, 3)   # cut frame axes in the user's joint frame
     wrench = np.concatenate([np.einsum("cab,tcb->tca", K, wrench[..., :3]),
                              np.einsum("cab,tcb->tca", K, wrench[..., 3:])], axis=2)
     cq, cq_names = cut_coordinates(system.model, frames)
-    return {"cut_joint_wrench": wrench, "cut_joint_names": np.array(cuts), "multipliers": lam,
-            "constraint_violation": per_cut, "cut_q": cq, "cut_q_names": np.array(cq_names)}
+    out = {"cut_joint_wrench": wrench, "cut_joint_names": np.array(cuts), "multipliers": lam,
+           "constraint_violation": per_cut, "cut_q": cq, "cut_q_names": np.array(cq_names)}
+    if system.plan.couplings:           # their multipliers: the force on L1 (lambda), rows after the cuts'
+        out.update(coupling_names=np.array([c.name for c in system.plan.couplings]),
+                   coupling_force=lam[:, ncut_rows:])
+    return out
 
 
 def dependent_rows_detail(system, fail) -> dict:
     """A failed run's dict (Fail.DEPENDENT_ROWS) with the message naming the cut joints."""
     names = row_cuts(system.plan)
     r = fail.get("index", -1)
-    cut = names[r] if 0 <= r < len(names) else None
-    cuts = ", ".join(c.name for c in system.model.cuts)
+    cut = row_fields(system.plan)[r] if 0 <= r < len(names) else None
+    cuts = ", ".join(c.name for c in _constraints(system.plan))
     fail = dict(fail, index=-1, detail=(
-        f"the loop-closure constraints became dependent (cut joint{'s' if len(system.model.cuts) > 1 else ''} "
-        f"{cuts}; first dependent row in cut joint {cut}): a redundant cut joint or a singular configuration"))
+        f"the loop-closure constraints became dependent (cut joints and couplings {cuts}; first dependent row: "
+        f"{cut}): a redundant cut joint or coupling, or a singular configuration"))
     return fail
 
 
@@ -101,7 +134,8 @@ class LoopSystem(TreeSystem):
         check_closure(self, *self.model.initial_state())
 
     def _no_derivatives(self):
-        return (f"not available for closed loops (cut joints {', '.join(c.name for c in self.model.cuts)}): the "
+        return (f"not available for closed loops (cut joints and couplings "
+                f"{', '.join(c.name for c in _constraints(self.plan))}): the "
                 f"constrained accelerations' partials are not derived")
 
     def _start_run(self, x, run):
