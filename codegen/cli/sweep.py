@@ -19,6 +19,7 @@ Exit status: 0 ok, 2 bad input, 3 some runs diverged (their rows end in NaN; res
 
 
 def register(sub):
+    """Register the command ``sweep``."""
     s = sub.add_parser("sweep", help="simulate a grid of parameter values on Dask workers",
                        formatter_class=Formatter, epilog=EXAMPLE,
                        description="One build; every combination of the --set values is a Dask task (a LocalCluster\n"
@@ -37,6 +38,9 @@ def register(sub):
                         "on this machine)")
     s.add_argument("--workers", type=int, default=None,
                    help="LocalCluster worker processes (default: the number of CPUs)")
+    s.add_argument("--in-process", action="store_true",
+                   help="every run in this process, one after the other, without Dask (no cluster to start: quicker "
+                        "for small sweeps; one CPU)")
     s.add_argument("--threads", action="store_true",
                    help="LocalCluster workers as threads of this process instead of processes (quicker start; "
                         "the compiled integrators release the GIL)")
@@ -51,8 +55,10 @@ def register(sub):
 
 
 def cmd_sweep(args):
+    """Run ``mbgen sweep``."""
     from ..runtime import build
-    from ..runtime.params import ParamError, check_path, checked_rows, grid, parse_set, with_params
+    from ..runtime.fastparams import FastNumbers
+    from ..runtime.params import ParamError, check_path, checked_rows, grid, parse_set
     from ..runtime.sweep import connect, quiet_shutdown, sweep
     m = load_spec(args.model, args)
     params = {}
@@ -64,8 +70,10 @@ def cmd_sweep(args):
             check_path(m, path)
             params[path] = values
         names, values = grid(params)
+        checker = FastNumbers(m, names)              # the structure validated once, then the numbers per row
         for row in checked_rows(params, values):     # valid before anything is built
-            with_params(m, names, row)
+            checker.apply(row)
+        del checker
     except ParamError as e:
         msg = str(e)
         raise ValueError(msg if msg.startswith("--set") else f"--set {msg}") from None
@@ -82,15 +90,23 @@ def cmd_sweep(args):
                          f"--max-output-mb {args.max_output_mb:g}; write a Zarr store (--out sweep.zarr), or "
                          f"select --fields, raise --dt or lower --t-end")
     fields = [f.strip() for f in args.fields.split(",") if f.strip()] if args.fields else None
-    client, close = connect(None, args.scheduler, args.workers, not args.threads,      # a bad address: before a build
-                            timeout=args.scheduler_timeout)
+    if args.in_process and (args.scheduler or args.workers is not None or args.threads):
+        raise ValueError("--in-process runs without Dask: drop --scheduler, --workers and --threads")
+    inprocess = args.in_process
+    client, close = (None, []) if inprocess else connect(None, args.scheduler, args.workers, not args.threads,
+                                                         timeout=args.scheduler_timeout)   # a bad address: before a build
+
+    def notify(seconds, text):                       # the whole sweep's time, from its first chunk: never silent
+        if seconds > 60 and (not args.quiet or seconds > 600):
+            print(f"mbgen: {text}", file=sys.stderr, flush=True)
     try:
         options = build_options(args)
         s = build(m, args.algorithm, cache_dir=args.cache_dir, progress=not args.quiet, **options)
         integ, _ = choose_integrator(s, opt, args.force, m.name)
         extra = {"alpha": opt["hht_alpha"]} if integ == "hht" else {}
         res = sweep(m, params, opt["t_end"], opt["dt"], integrator=integ, algorithm=args.algorithm,
-                    options=options, cache_dir=args.cache_dir, out=out, client=client,
+                    options=options, cache_dir=args.cache_dir, out=out, client=client, workers=0 if inprocess else args.workers,
+                    notify=notify,
                     scheduler=args.scheduler, fields=fields, progress=not args.quiet, rtol=opt["rtol"],
                     atol=opt["atol"], substeps=opt["substeps"], **extra)
     except ParamError as e:
@@ -105,9 +121,10 @@ def cmd_sweep(args):
     meta = res["meta"]
     loads = meta["kernel_loads"]
     print(f"{m.name}: {runs} runs ({' x '.join(str(len(v)) for v in params.values())} over {', '.join(names)}) "
-          f"to t = {opt['t_end']:g} s with {meta['integrator']} [{meta['algorithm']} {meta['options']}] on "
-          f"{meta['workers']} workers in {meta['wall_time_s']:.2f} s; kernel loaded {sum(loads.values())} times "
-          f"by {len(loads)} worker threads")
+          f"to t = {opt['t_end']:g} s with {meta['integrator']} [{meta['algorithm']} {meta['options']}] "
+          + (f"on {meta['workers']} workers" if meta["workers"] else "in this process (no Dask)")
+          + f" in {meta['wall_time_s']:.2f} s ({runs / max(meta['wall_time_s'], 1e-9):,.0f} runs/s, chunks of "
+          f"{meta['chunk']}); kernel loaded {sum(loads.values())} times by {len(loads)} worker threads")
     print(f"  results: {out}")
     if meta["failed"]:
         first = int(list(res["ok"]).index(False))

@@ -33,24 +33,27 @@ def _rotate(quat, v):
 
 
 def joint_geometry(model, body_names, com, quat) -> dict:
-    """joint_names, joint_parent / joint_child (indices into body_names, -1: ground) and joint_pos
+    """The joint geometry of an animation.
+
+    joint_names, joint_parent / joint_child (indices into body_names, -1: ground) and joint_pos
     (nt x n_joints x 3): the world position of each joint point, the origin of the joint frame on the child,
     from the child's centroid and orientation: p = c + R (child_frame.pos - com_body)."""
     index = {n: k for k, n in enumerate(body_names)}
     body = {b.name: b for b in model.bodies}
     joints = list(model.joints)
-    pos = np.empty((com.shape[0], len(joints), 3))
-    for k, j in enumerate(joints):
-        c = index[j.child]
-        offset = np.asarray(j.child_frame.pos, float) - np.asarray(body[j.child].com, float)
-        pos[:, k] = com[:, c] + _rotate(quat[:, c], np.broadcast_to(offset, (com.shape[0], 3)))
+    child = [index[j.child] for j in joints]             # every joint at once (one rotation call per result)
+    offset = np.array([np.asarray(j.child_frame.pos, float) - np.asarray(body[j.child].com, float)
+                       for j in joints]).reshape(len(joints), 3)
+    pos = com[:, child] + _rotate(quat[:, child], np.broadcast_to(offset, (com.shape[0], len(joints), 3)))
     return {"joint_names": np.array([j.name for j in joints]), "joint_pos": pos,
             "joint_parent": np.array([index.get(j.parent, -1) for j in joints], dtype=np.int64),
             "joint_child": np.array([index[j.child] for j in joints], dtype=np.int64)}
 
 
 def beam_geometry(system, q) -> dict:
-    """element_coords (nt x n_elements x 8, e = [r_A, r'_A, r_B, r'_B], [HW eq 1]) and element_length:
+    """The beam geometry of an animation: element coordinates and lengths.
+
+    element_coords (nt x n_elements x 8, e = [r_A, r'_A, r_B, r'_B], [HW eq 1]) and element_length:
     what the shape functions need to draw every element at every sample."""
     lengths = {bm.name: bm.length / bm.elements for bm in system.model.beams}
     order = system.plan.beam_order
@@ -60,7 +63,9 @@ def beam_geometry(system, q) -> dict:
 
 
 def element_curves(e, length, npts: int = 11) -> np.ndarray:
-    """Points r = S(xi) e on every element (..., n_elements, npts, 2); the cubic shape functions of [HW eq 3]:
+    """Points r = S(xi) e on every element.
+
+    (..., n_elements, npts, 2); the cubic shape functions of [HW eq 3]:
     S = [N1 I, l N2 I, N3 I, l N4 I]."""
     xi = np.linspace(0.0, 1.0, npts)
     N = np.stack([1 - 3 * xi ** 2 + 2 * xi ** 3, xi - 2 * xi ** 2 + xi ** 3, 3 * xi ** 2 - 2 * xi ** 3,
@@ -123,7 +128,9 @@ def _write(path, frames_iter, fps, suffix):
 # ---------------------------------------------------------------- scene
 
 def _plane(points):
-    """None if the points span 3-D, else (axis labels, 2 x 3 projection): the world plane when the motion
+    """The plane of the motion, or None if the points span 3-D.
+
+    None if the points span 3-D, else (axis labels, 2 x 3 projection): the world plane when the motion
     lies in one (x-y, x-z or y-z), otherwise the plane of the two principal directions."""
     p = points.reshape(-1, 3)
     p = p[np.all(np.isfinite(p), axis=1)]
@@ -186,7 +193,9 @@ class _Scene:
         self.ground = pts[:, fixed]                 # joints on the ground that stay put (not a free base)
 
     def view(self):
-        """(centres nf x dim, half-widths dim): a fixed view holding every frame, or, when the system travels
+        """The view of every frame: (centres nf x dim, half-widths dim).
+
+        A fixed view holding every frame, or, when the system travels
         much further than its own size (a falling floating base), a window of its size that follows it.
         3-D views are cubes, so that lengths look right from any side."""
         frame = np.concatenate([self.segs.reshape(len(self.t), -1, self.dim), self.points], axis=1)

@@ -141,7 +141,9 @@ def set_param(model, path: str, value) -> None:
 
 
 def assign(target, path: str, v: float) -> None:
-    """Set the number ``v`` (finite) at a resolved target (obj, field, idx) of ``_target``: set_param without
+    """Set the number ``v`` (finite) at a resolved target (obj, field, idx) of ``_target``.
+
+    Set_param without
     resolving the path again (the sweeps' fast path resolves each path once)."""
     obj, field, idx = target
     if isinstance(obj, Beam) and field in _POSITIVE_BEAM and v <= 0:
@@ -229,7 +231,9 @@ def parse_set(spec: str) -> Tuple[str, List[float]]:
 
 
 def checked_rows(params, values, every_up_to: int = 1000):
-    """The combinations checked before a sweep starts: all of them up to `every_up_to` runs; beyond, every value
+    """The combinations checked before a sweep starts.
+
+    All of them up to `every_up_to` runs; beyond, every value
     of each parameter (the others at their first value) and the corners of the grid (a run that still fails
     its model checks is reported by the sweep, with the others kept)."""
     import itertools
@@ -247,7 +251,9 @@ MAX_RUNS = 1_000_000          # runs of one sweep (a grid is checked before it i
 
 
 def grid(params) -> Tuple[List[str], np.ndarray]:
-    """(names, values runs x n_params): a dict path -> values makes the full grid (itertools.product order,
+    """The runs of a sweep: (names, values runs x n_params).
+
+    A dict path -> values makes the full grid (itertools.product order,
     the last path varying fastest); a list of dicts gives the runs one by one. At most MAX_RUNS runs."""
     if isinstance(params, dict):
         names = list(params)

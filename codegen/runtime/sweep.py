@@ -19,16 +19,19 @@ A run that diverges keeps its samples up to the failure (NaN after it); ``ok`` i
 from __future__ import annotations
 
 import json
+import math
 import os
+import sys
 import shutil
 import tempfile
 import threading
 import time
+import uuid
 from typing import Optional, Sequence
 
 import numpy as np
 
-from .params import ParamError, checked_rows, grid, with_params
+from .params import ParamError, checked_rows, grid
 from .result import atomic_write
 
 SWEEP_EXTRA = "pip install 'mbgen[sweep]' (dask[distributed], zarr)"
@@ -48,12 +51,22 @@ def _worker_system(model, spec):
     return s, loaded
 
 
+def _worker_loader(s, model, spec, names):
+    """The fast loader of this worker thread for this sweep (codegen.runtime.fastparams): made once per sweep."""
+    from .fastparams import FastLoader
+    key = (spec.get("sweep"), spec["key"], id(s), tuple(names))
+    cur = getattr(_LOCAL, "loader", None)
+    if cur is None or cur[0] != key or key[0] is None:
+        cur = (key, FastLoader(s, model, names))
+        _LOCAL.loader = cur                      # one sweep's loader at a time (its prototype model)
+    return cur[1]
+
+
 def run_task(model, spec, names, values, index, sim, fields):
     """One run on a worker: set the numbers, integrate, return the per-sample arrays (a plain dict)."""
     from .integrate import SimulationDiverged
     s, loaded = _worker_system(model, spec)
-    m = with_params(model, names, values)
-    s.update_model(m)
+    _worker_loader(s, model, spec, names).load(values)      # as s.update_model(with_params(model, names, values))
     t0 = time.perf_counter()
     error = ""
     try:
@@ -68,6 +81,53 @@ def run_task(model, spec, names, values, index, sim, fields):
         arrays = {k: v for k, v in res.arrays().items() if k in fields}
     return {"index": index, "arrays": arrays, "error": error, "wall": wall, "loaded": loaded,
             "worker": f"{os.getpid()}:{threading.get_ident()}"}
+
+
+def task_failed(e) -> str:
+    """The error of a run whose task failed outside its simulation (a refused number, a worker killed)."""
+    return f"the run's task failed: {type(e).__name__}: {' '.join(str(e).split())[:200]}"
+
+
+def run_chunk(model, spec, names, values, start, sim, shapes):
+    """Run runs start .. start + len(values) - 1 on one worker, one after the other.
+
+    Each with run_task: their arrays
+    stacked (NaN where a run stopped early or failed), errors, wall times. A run that fails outside its
+    simulation is marked failed and the others go on."""
+    n = len(values)
+    s, loaded = _worker_system(model, spec)
+    out = {k: np.full((n,) + tuple(sh), np.nan) for k, sh in shapes.items()}
+    errors, wall = [""] * n, np.zeros(n)
+    for i in range(n):
+        try:
+            r = run_task(model, spec, names, np.asarray(values[i], float).tolist(), start + i, sim, tuple(shapes))
+        except Exception as e:
+            errors[i] = task_failed(e)
+            continue
+        for k, v in r["arrays"].items():
+            if k in out:
+                out[k][i, :v.shape[0]] = v
+        errors[i], wall[i] = r["error"], r["wall"]
+    return {"start": start, "arrays": out, "error": errors, "wall": wall, "loaded": loaded,
+            "worker": f"{os.getpid()}:{threading.get_ident()}"}
+
+
+def chunk_size(runs: int, workers: int, run_bytes: float, per_worker: int = 4, most: int = 1000,
+               max_bytes: float = 32e6) -> int:
+    """The number of runs per task.
+
+    A few tasks per worker (Dask's per-task cost spread over many runs), at most ``most`` (the
+    progress bar moves, a dead worker loses few runs) and ``max_bytes`` of results per task."""
+    c = math.ceil(runs / (max(1, workers) * per_worker))
+    return max(1, min(c, most, int(max_bytes // max(run_bytes, 1.0))))
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def _time_series(result, nt):
@@ -116,6 +176,12 @@ class _Store:
                     row[:n] = v
                     self.arrays[k][index] = row
 
+    def put_block(self, start, arrays):
+        """The stacked arrays of runs start, start + 1, ... (a chunk: full rows, NaN-padded)."""
+        for k, v in arrays.items():
+            if k in self.arrays:
+                self.arrays[k][start:start + v.shape[0]] = v
+
     def finish(self, extra: dict) -> dict:
         """extra: small arrays (t, names, param values, ok, error, wall_time) and meta."""
         if self.zarr:
@@ -155,8 +221,21 @@ def _is_zarr(path):
 
 
 def load_sweep(path) -> dict:
-    """The arrays of a sweep file: an NPZ (numpy arrays) or a Zarr store (zarr arrays, read on access; the
-    names and meta from its attributes)."""
+    """The arrays of a sweep file: an NPZ (numpy arrays) or a Zarr store.
+
+    Zarr arrays are read on access; the names and meta come from the store's attributes.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The ``.npz`` file or ``.zarr`` store written by sweep.
+
+    Returns
+    -------
+    dict
+        The arrays of sweep's result by key (t, the fields, param_names, param_values, ok, error, wall_time,
+        the name arrays) and ``meta`` (a dict).
+    """
     path = os.fspath(path)
     if path.rstrip("/").endswith(".zarr"):
         import zarr
@@ -179,7 +258,9 @@ def _client(Client, scheduler, timeout):
 
 
 def quiet_shutdown():
-    """Dask's loggers silenced before a cluster is closed after Ctrl-C or SIGTERM: tasks cancelled and scatters
+    """Silence Dask's loggers before a cluster is closed after Ctrl-C or SIGTERM.
+
+    Tasks cancelled and scatters
     cut short log tracebacks and warnings there, where one line ('mbgen: interrupted') is the message."""
     import logging
     for name in ("distributed", "asyncio", "tornado"):
@@ -187,7 +268,9 @@ def quiet_shutdown():
 
 
 def connect(client=None, scheduler=None, workers=None, processes=True, timeout: float = 10.0):
-    """(client, things to close): the given client, one connected to ``scheduler`` (ValueError naming it when it
+    """A Dask client to run on, and the things to close after.
+
+    The given client, one connected to ``scheduler`` (ValueError naming it when it
     does not answer within ``timeout`` seconds), or a new LocalCluster of ``workers`` (default: CPUs) one-thread
     workers."""
     try:
@@ -223,7 +306,7 @@ def sweep(model, params, t_end: float, dt: float, integrator: Optional[str] = No
           ref_point: Optional[str] = None, options: Optional[dict] = None, cache_dir=None, out=None,
           workers: Optional[int] = None,
           scheduler: Optional[str] = None, client=None, processes: bool = True, fields: Optional[Sequence[str]] = None,
-          progress: bool = False, **sim_options) -> dict:
+          progress: bool = False, chunk: Optional[int] = None, notify=None, **sim_options) -> dict:
     """Simulate ``model`` for every combination of ``params`` on Dask and stack the results.
 
     params: {path: values} (the grid of all combinations) or a list of {path: value} (one run each); paths
@@ -234,16 +317,75 @@ def sweep(model, params, t_end: float, dt: float, integrator: Optional[str] = No
     the model's extras such as joint_pos). Returns a dict: t, each field (runs x nt x ...), param_names,
     param_values (runs x n_params), ok, error, wall_time (per run), the name arrays and meta; with
     out=*.npz also written there, with out=*.zarr written to the store (and the dict reads from it).
+
+    workers=0 (and no scheduler or client): in this process, without Dask. Runs go to the workers in chunks
+    (``chunk`` runs per task; default: a few tasks per worker, at most 1000 runs each), each run only setting
+    the numbers that change (codegen.runtime.fastparams). notify(seconds, text): called once with the time the
+    whole sweep will take, estimated from the first chunk (default: printed with the progress bar when it is
+    above a minute).
+
+    Parameters
+    ----------
+    model : Model or codegen.model.beams.BeamModel
+        The model whose numbers vary.
+    params : dict or list of dict
+        {path: values} for the full grid, or one {path: value} per run.
+    t_end : float
+        End time [s] of every run.
+    dt : float
+        Sampling interval [s].
+    integrator : str, optional
+        As for System.simulate.
+    algorithm, ref_point, options, cache_dir
+        The build, as for codegen.build.
+    out : str or os.PathLike, optional
+        A ``.npz`` file or ``.zarr`` store to write.
+    workers : int, optional
+        Number of local workers (0: in this process, without Dask).
+    scheduler : str, optional
+        Address of a Dask scheduler to connect to.
+    client : distributed.Client, optional
+        A Dask client to use.
+    processes : bool, optional
+        Local workers as processes (else threads).
+    fields : sequence of str, optional
+        The per-sample arrays to keep.
+    progress : bool, optional
+        Show a progress bar.
+    chunk : int, optional
+        Runs per task.
+    notify : callable, optional
+        ``notify(seconds, text)`` with the estimated duration.
+    **sim_options
+        Further options of System.simulate.
+
+    Returns
+    -------
+    dict
+        t (nt,) [s], each field (runs, nt, ...), param_names, param_values (runs, n_params), ok (runs,),
+        error (runs,), wall_time (runs,) [s], the name arrays and meta.
+
+    Raises
+    ------
+    ParamError
+        A parameter path or value is invalid (checked before any run starts).
+    ValueError
+        A bad option, or a scheduler that does not answer.
+    BuildError
+        The model cannot be built.
     """
+    from .fastparams import FastNumbers
     from .integrate import start_state
     from .system import build
     names, values = grid(params)
+    checker = FastNumbers(model, names)                # the structure validated once, the numbers per row
     for row in checked_rows(params, values) if isinstance(params, dict) else values:   # before anything starts
-        with_params(model, names, row)
+        checker.apply(row)
+    del checker
     t_start = time.perf_counter()
     system = build(model, algorithm, ref_point=ref_point, cache_dir=cache_dir, **(options or {}))
     spec = {"key": system.build_info["key"], "algorithm": system.algorithm, "options": dict(system.options),
-            "cache_dir": cache_dir}
+            "cache_dir": cache_dir, "sweep": uuid.uuid4().hex}
     sim = dict(t_end=t_end, dt=dt, integrator=integrator, **sim_options)
     probe = system.simulate(**dict(sim, t_end=dt))           # two samples: the arrays a run returns, and a check
     ts = start_state(system, t_end, dt)[1]
@@ -256,41 +398,79 @@ def sweep(model, params, t_end: float, dt: float, integrator: Optional[str] = No
         series = {k: v for k, v in series.items() if k in fields}
     template = {k: np.zeros((nt,) + v.shape[1:]) for k, v in series.items()}
     runs = len(values)
+    inprocess = workers == 0 and scheduler is None and client is None
     meta = {"model": getattr(model, "source", None), "model_name": model.name, "algorithm": system.algorithm,
             "options": system.options, "build_key": spec["key"], "t_end": t_end, "dt": dt,
             "integrator": probe.meta["integrator"], "sim_options": dict(sim_options),
-            "runs": runs, "param_names": names, "scheduler": scheduler or "LocalCluster"}
+            "runs": runs, "param_names": names,
+            "scheduler": "in-process" if inprocess else scheduler or "LocalCluster"}
     meta = json.loads(json.dumps(meta, default=_plain))
     store = _Store(out, runs, template, meta)
     c, close = None, []
     try:
-        c, close = connect(client, scheduler, workers, processes)
-        meta["workers"] = len(c.scheduler_info().get("workers", {}))
-        fut_model = c.scatter(model, broadcast=True)
         task_sim = dict(sim, integrator=meta["integrator"])
-        futures = [c.submit(run_task, fut_model, spec, names, values[k].tolist(), k, task_sim, tuple(template),
-                            pure=False) for k in range(runs)]
-        from dask.distributed import as_completed
-        from tqdm import tqdm
+        shapes = {k: v.shape for k, v in template.items()}
+        run_bytes = 8.0 * sum(v.size for v in template.values())
+        if inprocess:
+            meta["workers"] = 0
+            _LOCAL.__dict__.setdefault("systems", {})[spec["key"]] = system       # the kernel loaded: by build
+            n_par = 1
+        else:
+            c, close = connect(client, scheduler, workers, processes)
+            meta["workers"] = len(c.scheduler_info().get("workers", {}))
+            n_par = max(1, meta["workers"])
+        size = int(chunk) if chunk else chunk_size(runs, n_par, run_bytes)
+        starts = list(range(0, runs, size))
+        meta["chunk"] = size
         ok, err, wall, loads = np.ones(runs, bool), [""] * runs, np.zeros(runs), {}
-        index = {f.key: k for k, f in enumerate(futures)}
-        with tqdm(total=runs, desc=f"sweep {model.name}", unit="run", disable=not progress) as bar:
-            for f in as_completed(futures):
-                try:
-                    r = f.result()
-                except Exception as e:           # its worker died (KilledWorker after Dask's retries) or the task
-                    k = index[f.key]             # failed outside the run: this run marked failed, the others kept
-                    store.put(k, {name: np.full(v.shape, np.nan) for name, v in template.items()})
-                    ok[k], err[k] = False, f"the run's task failed: {type(e).__name__}: {' '.join(str(e).split())[:200]}"
+        from tqdm import tqdm
+        t_runs, told = time.perf_counter(), [False]
+
+        def done(r, bar):
+            k0 = r["start"]
+            n = len(r["error"])
+            store.put_block(k0, r["arrays"])
+            err[k0:k0 + n] = r["error"]
+            ok[k0:k0 + n] = [not e for e in r["error"]]
+            wall[k0:k0 + n] = r["wall"]
+            loads[r["worker"]] = loads.get(r["worker"], 0) + int(r["loaded"])
+            bar.update(n)
+            if not told[0]:                      # the whole sweep's time, from the first chunk
+                told[0] = True
+                left = (time.perf_counter() - t_runs) / (n * min(n_par, len(starts))) * runs
+                text = (f"sweep {model.name}: {runs:,} runs will take about {_duration(left)} "
+                        f"({runs / left:,.0f} runs/s, estimated from the first {n} runs)")
+                if notify is not None:
+                    notify(left, text)
+                elif progress and left > 60:
+                    bar.write(text, file=sys.stderr)
+
+        with tqdm(total=runs, desc=f"sweep {model.name}", unit="run", disable=not progress,
+                  mininterval=0.5) as bar:
+            if inprocess:
+                for k0 in starts:
+                    done(run_chunk(model, spec, names, values[k0:k0 + size], k0, task_sim, shapes), bar)
+                loads = {w: 1 for w in loads}                   # the one kernel of this process (built above)
+            else:
+                fut_model = c.scatter(model, broadcast=True)
+                futures = [c.submit(run_chunk, fut_model, spec, names, values[k0:k0 + size], k0, task_sim, shapes,
+                                    pure=False) for k0 in starts]
+                from dask.distributed import as_completed
+                first = {f.key: k0 for f, k0 in zip(futures, starts)}
+                for f in as_completed(futures):
+                    try:
+                        r = f.result()
+                    except Exception as e:       # its worker died (KilledWorker after Dask's retries) or the task
+                        k0 = first[f.key]        # failed outside the runs: its runs marked failed, the others kept
+                        n = min(size, runs - k0)
+                        r = {"start": k0, "arrays": {}, "error": [task_failed(e)] * n, "wall": np.zeros(n),
+                             "loaded": False, "worker": ""}
+                        done(r, bar)
+                        loads.pop("", None)
+                        f.release()
+                        continue
+                    done(r, bar)
                     f.release()
-                    bar.update(1)
-                    continue
-                store.put(r["index"], r["arrays"])
-                k = r["index"]
-                ok[k], err[k], wall[k] = not r["error"], r["error"], r["wall"]
-                loads[r["worker"]] = loads.get(r["worker"], 0) + int(r["loaded"])
-                f.release()
-                bar.update(1)
         meta.update(wall_time_s=time.perf_counter() - t_start, kernel_loads=loads, failed=int((~ok).sum()))
         extra = {"t": ts, "param_names": np.array(names, dtype=str),
                  "param_values": values, "ok": ok, "error": np.array(err, dtype=str), "wall_time": wall}
@@ -306,4 +486,4 @@ def sweep(model, params, t_end: float, dt: float, integrator: Optional[str] = No
             x.close()
 
 
-__all__ = ["ParamError", "connect", "load_sweep", "quiet_shutdown", "run_task", "sweep"]
+__all__ = ["ParamError", "chunk_size", "connect", "load_sweep", "quiet_shutdown", "run_chunk", "run_task", "sweep"]

@@ -214,3 +214,80 @@ def test_a_scheduler_without_workers_is_named(tmp_path, capsys):
                      "--scheduler", cluster.scheduler_address, "--scheduler-timeout", "1",
                      "--out", str(tmp_path / "s.npz")]) == 2
     assert "the scheduler has no workers (none joined within 1 s" in capsys.readouterr().err
+
+
+def _outcome(fn):
+    """(None, value) or (the exception's type and words, None)."""
+    try:
+        return None, fn()
+    except Exception as e:
+        return f"{type(e).__name__}: {e}", None
+
+
+def test_fast_path_is_bitwise_the_slow_path(m1):
+    """The sweeps' fast path (structure validated once, per run only the changed numbers checked, one plan) gives
+    the parameter vector and start state of update_model(with_params(...)) bit for bit, and refuses the same
+    runs with the same words; a random sample of runs, a fifth of them refused."""
+    from codegen.algorithms.recursive.loops import make_plan
+    from codegen.runtime.fastparams import FastLoader, FastNumbers
+    rng = np.random.default_rng(27)
+    names = ["bodies.body1.mass", "bodies.body3.com.1", "bodies.body5.inertia.ixy", "joints.hinge3.q0",
+             "joints.hinge1.parent_frame.pos.0", "gravity.1"]
+    fast, slow = FastLoader(codegen.build(m1), m1, names), get_system(m1)
+    assert fast.numbers.fast and fast.plan is not None, fast.numbers.why
+    refused = 0
+    for _ in range(60):                  # refused: a negative or denormal mass, an inertia not positive or too
+        v = [rng.choice([1.5, 0.0, 2.0, 1.0, -0.5, 1e-320]), rng.uniform(-1, 1),      # large, a new code pattern
+             rng.choice([0.0, 1e-3, -1e-3, 0.2, 1e300]), rng.uniform(-1, 1),             # (offset 0), gravity inf
+             rng.choice([-0.5, -0.5, -0.5, 0.25, 0.0]), rng.choice([-9.81] * 9 + [np.inf])]
+        e1, _ = _outcome(lambda: fast.load(v))
+        e2, _ = _outcome(lambda: slow.update_model(with_params(m1, names, v)))
+        assert e1 == e2, (v, e1, e2)
+        refused += e1 is not None
+        if e1 is None:
+            assert fast.system._params().tobytes() == slow._params().tobytes(), v
+            assert all(a.tobytes() == b.tobytes() for a, b in zip(fast.system.initial_state(), slow.initial_state()))
+    assert 10 <= refused <= 50, refused
+    slow.update_model(m1)
+    # force elements and closed loops, at the level of the model (no build): the plan's vector, the same refusals
+    for spec, names, draw in (
+            ("arm7.yaml", ["forces.damp1.damping", "forces.damp2.stiffness", "bodies.link1.inertia.izz"],
+             lambda: [rng.choice([0.5, -1.0]), rng.uniform(0, 10), rng.choice([0.1, -1.0, 1e-3])]),
+            ("quarter_car.yaml", ["forces.strut.length", "forces.strut.point_a.2", "bodies.wheel.mass"],
+             lambda: [rng.choice([0.5, -0.1]), rng.uniform(0.5, 0.7), rng.choice([20.0, 0.0, np.inf])])):
+        m = codegen.load_model(EXAMPLES / spec)
+        numbers = FastNumbers(m, names)
+        assert numbers.fast, numbers.why
+        for _ in range(12):
+            v = draw()
+            e1, p1 = _outcome(lambda: make_plan(numbers.apply(v)).params())
+            e2, p2 = _outcome(lambda: make_plan(with_params(m, names, v)).params())
+            assert e1 == e2 and (e1 is not None or p1.tobytes() == p2.tobytes()), (spec, v, e1, e2)
+    # what the fast path does not check itself goes the slow way, every run
+    assert not FastNumbers(m1, ["joints.hinge1.axis.0"]).fast
+
+
+def test_in_process_chunks_equal_dask_tasks(m1, npz_sweep):
+    """Without Dask (workers=0) and in chunks of any size the runs are those of the Dask sweep, bit for bit; the
+    time of the whole sweep is estimated from the first chunk."""
+    from codegen.runtime.sweep import chunk_size
+    told = []
+    res = codegen.sweep(m1, GRID, t_end=0.3, dt=0.01, workers=0, chunk=5, notify=lambda s, text: told.append(text))
+    assert res["meta"]["workers"] == 0 and res["meta"]["chunk"] == 5 and res["meta"]["scheduler"] == "in-process"
+    for k in ("q", "u", "joint_pos", "energy_kinetic", "param_values", "ok"):
+        assert np.array_equal(res[k], npz_sweep[0][k]), k
+    assert len(told) == 1 and "12 runs will take about" in told[0]
+    assert npz_sweep[0]["meta"]["chunk"] == 2                     # 12 runs on 2 workers: a few chunks each
+    assert chunk_size(10 ** 6, 2, 1e3) == 1000 and chunk_size(10 ** 6, 2, 1e6) == 32 and chunk_size(3, 8, 1) == 1
+
+
+def test_cli_in_process(tmp_path, capsys):
+    out = tmp_path / "p.npz"
+    assert main(["sweep", "chain:2", "--set", "bodies.link1.mass=1:2:3", "--set", "joints.j1.q0=0,-1,0.5",
+                 "--t-end", "0.1", "--dt", "0.01", "--in-process", "--out", str(out), "--quiet"]) == 0
+    assert "9 runs (3 x 3 over bodies.link1.mass, joints.j1.q0)" in capsys.readouterr().out
+    z = np.load(out)
+    assert z["q"].shape == (9, 11, 2) and z["ok"].all() and np.allclose(z["q"][:, 0, 0], [0, -1, 0.5] * 3)
+    assert main(["sweep", "chain:2", "--set", "gravity.1=-1", "--in-process", "--workers", "2", "--quiet",
+                 "--out", str(tmp_path / "x.npz")]) == 2
+    assert "--in-process runs without Dask" in capsys.readouterr().err
