@@ -1,4 +1,6 @@
-"""Versions of installed distributions without importing importlib.metadata (~20 ms with its email parser) on
+"""Versions of installed distributions, read without importing importlib.metadata.
+
+Importing importlib.metadata costs ~20 ms (its email parser) on
 the start-up of a cached run: the build key records the Cython and numpy versions, a result's meta those of
 sympy and Cython.
 
@@ -57,7 +59,9 @@ def _fast(name: str):
 
 
 def dist_version(name: str, default=None) -> str:
-    """importlib.metadata.version(name), mostly without importing importlib.metadata; for a distribution that is
+    """The installed version of distribution ``name``.
+
+    importlib.metadata.version(name), mostly without importing importlib.metadata; for a distribution that is
     not installed ``default``, or with None PackageNotFoundError."""
     v = _fast(name)
     if v is _NOT_FOUND and default is not None:

@@ -1,4 +1,6 @@
-"""Status codes and modes shared by the generated kernels and the runtime, defined once here: the templates get
+"""Status codes and modes shared by the generated kernels and the runtime, defined once here.
+
+The templates get
 them as named C enums (templates/shared/codes.pyx.j2, rendered into every module), the runtime reads these."""
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from enum import IntEnum
 
 class Fail(IntEnum):
     """A kernel's fail_code: what stopped a compiled run (0: nothing)."""
+
     NONE = 0
     NONFINITE = 1             # the state (or the state derivative) became NaN or inf
     STEP_COLLAPSED = 2        # dopri5: the step size fell below 1e-14 max(1, |t|)
@@ -30,6 +33,7 @@ FAIL_REASONS = {Fail.NONFINITE: "the state became non-finite (NaN or inf)",
 
 class Switching(IntEnum):
     """grcr: what a run does when a loop's partition degrades."""
+
     OFF = 0                   # nothing (a projection that must not switch)
     ACS = 1                   # re-select the loop's dependents (Sect. 4)
     GCL = 2                   # stop with Fail.DEGRADED so that the runtime restructures the loop (Sect. 5)
@@ -37,6 +41,7 @@ class Switching(IntEnum):
 
 class Poll(IntEnum):
     """How often a compiled run looks for a pending signal (Ctrl-C, SIGTERM): every EVERY steps (~1-20 ms)."""
+
     EVERY = 4096
 
 

@@ -16,6 +16,8 @@ class BuildError(RuntimeError):
 
 @dataclass(frozen=True)
 class Family:
+    """The registration of one algorithm family: its paper, template, options, joint types and integrators."""
+
     name: str
     paper: str                       # seed reference and the equations implemented
     description: str
@@ -37,6 +39,7 @@ class Family:
     runtime: str = "tree"            # its run-time class (codegen.runtime.families.RUNTIMES)
 
     def resolve_options(self, **options) -> dict:
+        """The family's options with their defaults filled in; BuildError for an unknown option or value."""
         out = {}
         unknown = sorted(k for k, v in options.items() if k not in self.options and v is not None)
         if unknown:

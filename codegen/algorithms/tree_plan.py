@@ -67,7 +67,9 @@ def children_of(parent: List[int]) -> List[List[int]]:
 
 
 def body_numbers(p: np.ndarray, k: int) -> dict:
-    """Body k's numbers in p by BODY_PARAMS (what the kernels read as pb[PB_m], pb + PB_J, ...): s, C (3 x 3), m,
+    """Body k's numbers in p by BODY_PARAMS, for the numpy references.
+
+    Body k's numbers in p by BODY_PARAMS (what the kernels read as pb[PB_m], pb + PB_J, ...): s, C (3 x 3), m,
     rho, J' (3 x 3), Kout (3 x 3); for the numpy references."""
     o = P_BODIES + NP_BODY * k
     out = {b.name: BODY_PARAMS.view(p, b.name, o) for b in BODY_PARAMS}
@@ -76,7 +78,9 @@ def body_numbers(p: np.ndarray, k: int) -> dict:
 
 
 def work_layout(items):
-    """Per-body workspace blocks of a kernel: ((name, size), ...) -> (Layout, per-body total); block `name` of all
+    """Per-body workspace blocks of a kernel.
+
+    Per-body workspace blocks of a kernel: ((name, size), ...) -> (Layout, per-body total); block `name` of all
     bodies starts at off * NB (templates: ``{{ work.M.off }} * NB + {{ work.M.size }} * j``)."""
     out = Layout(*items)
     return out, out.size
@@ -84,12 +88,15 @@ def work_layout(items):
 
 @dataclass(frozen=True)
 class JointKind:
+    """A joint type as the kernels see it: its name and numbers of coordinates."""
+
     type: str
     nq: int
     nv: int
 
     @property
     def name(self) -> str:
+        """The joint type's name."""
         return self.type
 
 
@@ -98,19 +105,25 @@ MAX_RUNS = 24          # more runs than this in a pass: one loop over the bodies
 
 @dataclass
 class Run:
-    """Bodies start..stop-1 as one generated loop. kinds: the ((code, kind), ...) met there; one kind: the loop
+    """Bodies start..stop-1 as one generated loop.
+
+    Kinds: the ((code, kind), ...) met there; one kind: the loop
     calls its helper; several: the loop dispatches on the body's code (templates/shared/each.j2)."""
+
     start: int
     stop: int
     kinds: tuple
 
     @property
     def label(self) -> str:
+        """The joint kinds of the run, comma separated."""
         return ", ".join(k.name for _, k in self.kinds)
 
 
 def runs(kinds: list, cap: int = MAX_RUNS):
-    """The runs of equal consecutive kinds, or one dispatching run over every body beyond ``cap`` runs; and
+    """The runs of equal consecutive kinds and each body's kind code.
+
+    The runs of equal consecutive kinds, or one dispatching run over every body beyond ``cap`` runs; and
     each body's kind code (codes in order of first appearance)."""
     code = {k: c for c, k in enumerate(dict.fromkeys(kinds))}
     out: List[Run] = []
@@ -126,13 +139,17 @@ def runs(kinds: list, cap: int = MAX_RUNS):
 
 @dataclass
 class ForceTerm:
+    """One force element as the templates see it: its kind, parameter offset and topology facts."""
+
     kind: str             # spring | point | jforce
     index: int            # parameter offset in p
     data: dict            # topology facts for the template (offsets, body indices, function kind)
 
 
 def solref_gains(m: float, T: float, zeta: float):
-    """Stiffness k = m / (T zeta)^2 and damping c = 2 m / T of a compliant limit on a coordinate of effective mass m
+    """Stiffness and damping of a compliant limit (MuJoCo's solref).
+
+    Stiffness k = m / (T zeta)^2 and damping c = 2 m / T of a compliant limit on a coordinate of effective mass m
     (MuJoCo's solref: time constant T, damping ratio zeta, with its default impedance 1)."""
     return m / (T * zeta) ** 2, 2.0 * m / T
 
@@ -145,7 +162,9 @@ def _function_layout(fn) -> dict:
 
 
 def _function_params(fn) -> list:
-    """A time function's numbers in p (constant: value; sine: amplitude, frequency, phase, offset; step: t0, before,
+    """A time function's numbers in p.
+
+    (constant: value; sine: amplitude, frequency, phase, offset; step: t0, before,
     after; table: t then values)."""
     vals = {"constant": [fn.value], "sine": [fn.amplitude, fn.frequency, fn.phase, fn.offset],
             "step": [fn.t0, fn.value_before, fn.value]}.get(fn.kind)
@@ -240,7 +259,9 @@ class Plan:
                 for d in range(j.nv)]
 
     def limit_gains(self, p, meff) -> None:
-        """Write each limit's stiffness k = m / (T zeta)^2 and damping c = 2 m / T into p (MuJoCo's solref with
+        """Write each limit's stiffness and damping into p.
+
+        Write each limit's stiffness k = m / (T zeta)^2 and damping c = 2 m / T into p (MuJoCo's solref with
         its default impedance 1), m: the coordinate's diagonal mass-matrix entry meff[iv] at the initial state."""
         for term, (_, _, T, zeta) in zip(self.limits, self.limit_numbers()):
             p[term.index + 2:term.index + 4] = solref_gains(meff[term.data["iv"]], T, zeta)
@@ -248,7 +269,9 @@ class Plan:
             p[term.index + 1] = max(p[term.index] * FRICTION_T / meff[term.data["iv"]], 1e-300)
 
     def tendon_limit_gains(self, p, minv) -> None:
-        """Each limited tendon's k = m / (T zeta)^2, c = 2 m / T into p, m = 1 / (c^T M^-1 c) its effective mass at
+        """Write each limited tendon's stiffness and damping into p.
+
+        Each limited tendon's k = m / (T zeta)^2, c = 2 m / T into p, m = 1 / (c^T M^-1 c) its effective mass at
         the initial state (minv(c) = M^-1 c)."""
         for ten, term in zip(self.model.tendons, self.tendons):
             if ten.limits is None:
@@ -276,6 +299,7 @@ class Plan:
         return out
 
     def params(self) -> np.ndarray:
+        """The parameter vector p that the kernels read: gravity, then each body's numbers and the force elements'."""
         m = self.model
         p = np.zeros(self.np)
         p[0:3] = m.gravity
@@ -324,7 +348,9 @@ class Plan:
         return p
 
     def patterns(self):
-        """Per body its compile-time structure (codegen.symbolic.body_kernels.Pattern): joint type, parent is
+        """Per body its compile-time structure (codegen.symbolic.body_kernels.Pattern).
+
+        Joint type, parent is
         ground, canonical parent joint frame C_j = I, non-zero components of the offset s_j. Part of the build
         key (code_pattern): update_model refuses numbers with another pattern."""
         from ..symbolic.pattern import Pattern
@@ -346,7 +372,9 @@ class Plan:
 
     # ------------------------------------------------------------ description
     def roadmap(self) -> List[str]:
-        """SD/FAST-style table of the tree for the generated file's header and `mbgen check` (names in full: the
+        """SD/FAST-style table of the tree.
+
+        For the generated file's header and `mbgen check` (names in full: the
         columns are as wide as the longest)."""
         b = max([16] + [len(n) for n in self.body_names])
         jw = max([16] + [len(n) for n in self.joint_names])
@@ -362,7 +390,9 @@ class Plan:
 
 
 def template_vars(plan: Plan, work_size: int) -> dict:
-    """Variables of templates/shared/base.pyx.j2 (the rigid-tree kernels); joint helpers and the per-pattern
+    """Variables of templates/shared/base.pyx.j2 (the rigid-tree kernels).
+
+    Joint helpers and the per-pattern
     body kernels from sympy."""
     from ..symbolic.body_kernels import body_kernels
     from ..symbolic.joints import jcalc_code
@@ -399,7 +429,9 @@ def derivative_refusal(plan: Plan) -> str:
 
 
 def derivative_vars(plan: Plan) -> dict:
-    """Variables of the derivative passes: workspace layouts, each body's nv, each DOF's column-group end
+    """Variables of the derivative passes.
+
+    Workspace layouts, each body's nv, each DOF's column-group end
     (codegen.symbolic.derivatives.GROUPS), the sympy kernels."""
     from ..symbolic.derivatives import derivative_kernels, group_ends
     dbody, nbody = work_layout(DERIV_BODY)
@@ -420,11 +452,14 @@ ARTICULATED_WORK = (("B2", 36), ("D", 6), ("M", 21), ("Q", 6), ("K", 36), ("k0",
 
 
 def per_body_size() -> int:
+    """The doubles of workspace per body of the articulated recursion."""
     return work_layout(ARTICULATED_WORK)[1]
 
 
 def articulated_vars(plan: Plan, ref_point: str, extra: int = 0) -> dict:
-    """Variables of templates/recursive/recursive.pyx.j2 without loops: the tree's, the workspace, the spatial
+    """Variables of templates/recursive/recursive.pyx.j2 without loops.
+
+    The tree's, the workspace, the spatial
     algebra of the recursion at the reference point (codegen.symbolic.articulated); ``extra`` doubles of
     workspace after the per-body blocks."""
     from ..symbolic.articulated import recursive_kernels

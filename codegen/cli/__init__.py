@@ -1,4 +1,6 @@
-"""Command line: mbgen check | build | simulate | animate | sweep | inspect | source | export | export-c | schema | cache.
+"""Command line: the ``mbgen`` commands.
+
+Command line: mbgen check | build | simulate | animate | sweep | inspect | source | export | export-c | schema | cache.
 One module per group of commands, each with a ``register(subparsers)``; ``parser`` lists them in the order
 of ``mbgen --help``.
 
@@ -30,6 +32,7 @@ Examples:
 
 
 def parser():
+    """The argument parser of ``mbgen``, with every command registered."""
     from .._version import __version__
     p = argparse.ArgumentParser(prog="mbgen", formatter_class=Formatter, epilog=EPILOG,
                                 description="Symbolic-to-Cython multibody dynamics code generator: model file -> "
@@ -64,6 +67,7 @@ def _one_line_warning(message, category, filename, lineno, line=None) -> str:
 
 
 def main(argv=None) -> int:
+    """Run the command line ``mbgen`` with `argv` (default: sys.argv[1:]); returns the exit status."""
     import signal
     import threading
     import warnings

@@ -1,4 +1,4 @@
-"""python -m codegen.cli"""
+"""Run the command line: ``python -m codegen.cli``."""
 import sys
 
 from . import main

@@ -16,6 +16,7 @@ def _size(text: str):
 
 
 def register(sub):
+    """Register the command ``animate``."""
     s = sub.add_parser("animate", help="an MP4 or GIF of a results file (NPZ of 'mbgen simulate')",
                        formatter_class=Formatter,
                        description="Draw every frame with matplotlib and encode it (MP4: imageio-ffmpeg, no system\n"
@@ -34,10 +35,12 @@ def register(sub):
 
 
 def out_path(args) -> str:
+    """The output path of ``mbgen animate``: --out, else the result's with .mp4."""
     return args.out or os.path.splitext(args.result)[0] + ".mp4"
 
 
 def cmd_animate(args):
+    """Run ``mbgen animate``."""
     from ..runtime.animate import animate, require_writer
     from ..runtime.result import load_result
     out = out_path(args)

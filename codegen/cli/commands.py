@@ -9,6 +9,7 @@ from .common import CACHE_HELP, Formatter, add_model_args, build_options, load_s
 
 
 def register(sub):
+    """Register the commands ``check`` and ``build``."""
     s = sub.add_parser("check", help="validate a model file and print its tree", formatter_class=Formatter)
     add_model_args(s, build=False)
     s.set_defaults(fn=cmd_check)
@@ -19,6 +20,7 @@ def register(sub):
 
 
 def register_source(sub):
+    """Register the command ``source``."""
     s = sub.add_parser("source", help="print the generated Cython for a model", formatter_class=Formatter,
                        description="The Cython module that 'mbgen build' compiles (roadmap header, then the\n"
                                    "kernels); nothing is compiled. Flexible-beam models: the rancf module, which\n"
@@ -29,6 +31,7 @@ def register_source(sub):
 
 
 def register_cache(sub):
+    """Register the command ``cache``."""
     s = sub.add_parser("cache", help="show ('info') or empty ('clean') the build cache", formatter_class=Formatter)
     cache_sub = s.add_subparsers(dest="action", required=True, metavar="{info,clean}")
     for action, text in (("info", "folder, entries (key, size, age, model), total size"),
@@ -42,6 +45,7 @@ def register_cache(sub):
 
 
 def cmd_check(args):
+    """Run ``mbgen check``."""
     m = load_spec(args.model, args)
     cuts = getattr(m, "cuts", None)
     if cuts:                                       # the closure of the initial state needs the kinematics: build
@@ -83,6 +87,7 @@ def physics_summary(m) -> list:
 
 
 def cmd_build(args):
+    """Run ``mbgen build``."""
     from ..runtime import build
     m = load_spec(args.model, args)
     t0 = time.perf_counter()
@@ -94,6 +99,7 @@ def cmd_build(args):
 
 
 def cmd_source(args):
+    """Run ``mbgen source``."""
     from ..algorithms import FAMILIES
     from ..compiler import generated_source
     m = load_spec(args.model, args)
@@ -111,6 +117,7 @@ def cmd_source(args):
 
 
 def cmd_cache(args):
+    """Run ``mbgen cache``."""
     from ..compiler.cache import default_cache_dir
     from ..compiler.housekeeping import cache_entries, clean_cache, strangers, temp_folders
 

@@ -15,7 +15,9 @@ MODEL_HELP = ("model file (our YAML or JSON, URDF, MJCF), 'chain:N' (n-link chai
 
 
 class Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """Descriptions as written; every option's help ends with its default unless the text names it already
+    """The help formatter of mbgen: descriptions as written, defaults appended.
+
+    Descriptions as written; every option's help ends with its default unless the text names it already
     (options whose default is None or a flag state it in words)."""
 
     def _get_help_string(self, action):
@@ -33,7 +35,9 @@ def import_options(args) -> dict:
 
 
 def load_spec(spec: str, args=None):
-    """A model file (YAML/JSON, URDF, MJCF), 'chain:N', 'branch:N', or a builtin name (balance_pendulum, arm7,
+    """Load the model a command line names.
+
+    A model file (YAML/JSON, URDF, MJCF), 'chain:N', 'branch:N', or a builtin name (balance_pendulum, arm7,
     humanoid). ``args``: the command line, for the robot-file options; what a robot file leaves out on request
     (ModelWarning) is printed as 'mbgen: warning: ...'."""
     import sys
@@ -98,7 +102,9 @@ def _flag(name: str) -> str:
 
 
 def build_options(args) -> dict:
-    """The family options given on the command line (Family.options and run_options), refused by name when
+    """The family options given on the command line.
+
+    (Family.options and run_options), refused by name when
     they belong to another algorithm than --algorithm."""
     from ..algorithms import FAMILIES
     out = {}
@@ -115,7 +121,9 @@ def build_options(args) -> dict:
 
 
 def check_out_path(path: str, option: str, suffixes=()):
-    """An output path that can be written: not a folder, not a device, its folder creatable and writable.
+    """Check that an output path can be written.
+
+    An output path that can be written: not a folder, not a device, its folder creatable and writable.
     ``suffixes``: sibling files written beside it (same stem), checked the same way."""
     if not path or not path.strip():
         raise ValueError(f"{option}: empty path")
@@ -131,7 +139,9 @@ def check_out_path(path: str, option: str, suffixes=()):
 
 @contextlib.contextmanager
 def output_lock(path: str):
-    """Writers of one output folder one at a time (an advisory lock on the folder itself, so no lock file is left):
+    """Writers of one output folder, one at a time.
+
+    (an advisory lock on the folder itself, so no lock file is left):
     two runs writing the same --out leave the files (NPZ, CSV, PNG, MP4) of one of them, never a mixture."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
@@ -149,7 +159,9 @@ def output_lock(path: str):
 
 
 def check_out_folder(path: str, option: str):
-    """The folder of ``path`` exists or can be created, and can be written: names within the file system's
+    """Check that the folder of ``path`` exists or can be created, and can be written.
+
+    Names within the file system's
     limits, and a file can really be created in the nearest existing folder (os.access says yes to root under
     /proc and /sys, where nothing can be written)."""
     import tempfile
@@ -184,11 +196,14 @@ MAX_FPS = 1000.0             # --fps of animations (a GIF stores 10 ms steps; pl
 
 
 def max_workers() -> int:
+    """The default number of workers of a sweep: WORKERS_PER_CPU per processor."""
     return WORKERS_PER_CPU * (os.cpu_count() or 1)
 
 
 def validate_args(args):
-    """Values of the command line, checked before any model is loaded or built (ValueError: exit 2).
+    """Check the values of the command line before any model is loaded or built.
+
+    Values of the command line, checked before any model is loaded or built (ValueError: exit 2).
     Checks that need the model (the projected output size) are in check_output_size."""
     import math
 
@@ -250,7 +265,9 @@ def validate_args(args):
 
 
 def check_output_size(args, model):
-    """The projected size of the results, samples * (nq + nv + 10 per body + 4) * 8 bytes (centroid,
+    """Check the projected size of the results against --max-output-mb.
+
+    The projected size of the results, samples * (nq + nv + 10 per body + 4) * 8 bytes (centroid,
     quaternion, joint point; t and energies), against --max-output-mb: after the model is loaded, before
     anything is built."""
     samples = round(args.t_end / args.dt) + 1
@@ -262,13 +279,17 @@ def check_output_size(args, model):
 
 
 def safe_stem(name: str) -> str:
-    """A file name from a model name: letters, digits, '-', '_', '.' only, no leading dot (so never a path
+    """A file name from a model name.
+
+    Letters, digits, '-', '_', '.' only, no leading dot (so never a path
     or '..'); only an explicit --out writes elsewhere than results/."""
     stem = re.sub(r"\.{2,}", "_", re.sub(r"[^A-Za-z0-9_.-]+", "_", str(name))).lstrip(".")[:100]
     return stem or "model"
 
 
 def default_stem(name: str, *variants) -> str:
-    """results/<model>[-<variant>...]: the method choices that differ from the default run are part of the
+    """The default result path ``results/<model>[-<variant>...]``.
+
+    The method choices that differ from the default run are part of the
     name, so runs of one model with other algorithms, reference points or integrators do not overwrite it."""
     return "-".join([safe_stem(name)] + [safe_stem(v) for v in variants if v])

@@ -32,6 +32,7 @@ DERIVATIVES_TREES = ("analytical (trees without cut joints or point springs; com
 
 
 def register(sub):
+    """Register the command ``inspect``."""
     s = sub.add_parser("inspect", help="print a derived symbolic element ('mbgen inspect list')",
                        formatter_class=Formatter,
                        description="Print the sympy expressions the kernels are generated from.\n"
@@ -104,6 +105,7 @@ def print_algorithms():
 
 
 def cmd_inspect(args):
+    """Run ``mbgen inspect``."""
     import sympy as sp
     reg = inspect_registry()
     name = " ".join(args.what)

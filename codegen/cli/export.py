@@ -8,6 +8,7 @@ from .common import Formatter, add_model_args, load_spec
 
 
 def register(sub):
+    """Register the command ``export``."""
     s = sub.add_parser("export", help="write a model as our YAML, URDF or MJCF", formatter_class=Formatter,
                        description="Rigid-body tree models (any source: YAML, URDF, MJCF, chain:N, builtins) as\n"
                                    "  yaml  our format, complete and exact;\n"
@@ -24,6 +25,7 @@ def register(sub):
 
 
 def cmd_export(args):
+    """Run ``mbgen export``."""
     from ..model.export import export_model
     from ..model.robotfiles import ModelWarning
     m = load_spec(args.model, args)

@@ -18,6 +18,7 @@ Build: make (or cmake -S DIR -B DIR/build && cmake --build DIR/build); run: make
 
 
 def register(sub):
+    """Register the command ``export-c``."""
     from ..compiler.export_c import EXPORT_FAMILIES, REF_POINTS
     s = sub.add_parser("export-c", help="write the model's dynamics as a standalone C library", formatter_class=Formatter,
                        description=DESCRIPTION)
@@ -33,6 +34,7 @@ def register(sub):
 
 
 def cmd_export_c(args):
+    """Run ``mbgen export-c``."""
     from ..compiler.export_c import check_exportable, check_prefix, export_c
     if args.prefix is not None:
         check_prefix(args.prefix)

@@ -7,6 +7,7 @@ from .common import Formatter
 
 
 def register(sub):
+    """Register the command ``schema``."""
     s = sub.add_parser("schema", help="print the JSON Schema of model files (for editors) or its reference page",
                        formatter_class=Formatter,
                        description="The model file format as a JSON Schema (draft 2020-12). Point an editor at it,\n"
@@ -19,6 +20,7 @@ def register(sub):
 
 
 def cmd_schema(args):
+    """Run ``mbgen schema``."""
     from ..model.schema import schema_json
     from ..model.schema_doc import reference_markdown
     text = reference_markdown() if args.markdown else schema_json()

@@ -30,6 +30,7 @@ def check_energy_arg(v: str):
 
 
 def energy_text(en: dict) -> str:
+    """The energy line of a run's summary."""
     if en["value"] is None:
         return f"energy not conserved (applied forces; their work is not known): energy change {en['change']:.4g} J"
     if en["conservative"]:
@@ -39,7 +40,9 @@ def energy_text(en: dict) -> str:
 
 
 def add_integration_args(s, output_size=True):
-    """Time span and integrator options (defaults None: the option, else the model file's `simulation:`
+    """Add the time span and integrator options to a parser.
+
+    Time span and integrator options (defaults None: the option, else the model file's `simulation:`
     section, else SIMULATION_DEFAULTS; the help states the built-in default)."""
     s.add_argument("--t-end", type=float, default=None, help="end time [s] (default: 2)")
     s.add_argument("--dt", type=float, default=None, help="sample interval (and the rk4 / hht step) [s] (default: 1e-3)")
@@ -59,6 +62,7 @@ def add_integration_args(s, output_size=True):
 
 
 def register(sub):
+    """Register the command ``simulate``."""
     s = sub.add_parser("simulate", help="build if needed, integrate, write results", formatter_class=Formatter,
                        description="Each setting is the option if given, else the model file's `simulation:` "
                                    "section, else the built-in default.\nExit status: 0 ok, 2 bad input, "
@@ -118,7 +122,9 @@ def resolve_settings(args, m) -> tuple:
 
 
 def choose_integrator(s, opt, force=False, name="") -> tuple:
-    """(integrator, automatic choice): beam models check rk4 against the stiffness estimate (Hu & Wang
+    """Choose the integrator of a run: (integrator, automatic choice).
+
+    Beam models check rk4 against the stiffness estimate (Hu & Wang
     models: highest element frequency); an unstable explicit rk4 step is refused unless ``force``."""
     from ..runtime.integrate import RK4_LIMIT
     integ, h, auto = opt["integrator"], opt["dt"] / opt["substeps"], "rk4"
@@ -139,7 +145,9 @@ def choose_integrator(s, opt, force=False, name="") -> tuple:
 
 
 def default_out(args, m, integ, origin, auto) -> str:
-    """results/MODEL.npz for the default run (MODEL: the model's name; a robot file's stem, since the names inside
+    """The default result path of a run.
+
+    results/MODEL.npz for the default run (MODEL: the model's name; a robot file's stem, since the names inside
     URDF and MJCF files often collide); the algorithm, reference point and integrator join the name when they
     differ from what `mbgen simulate MODEL` alone uses."""
     beams = hasattr(m, "beams")

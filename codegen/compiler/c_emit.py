@@ -32,7 +32,9 @@ class CEmitError(ValueError):
 
 
 def c_comment(text) -> str:
-    """A string (user text or our own docs) made safe inside a one-line C block comment that closes on the same
+    """A string made safe inside a one-line C block comment.
+
+    A string (user text or our own docs) made safe inside a one-line C block comment that closes on the same
     line: the ``comment`` filter (printable ASCII only, so no line break; no comment delimiters) and no trigraph
     (``??``). A backslash stays: it only splices lines when a line break follows it, and none can."""
     s = comment(text)
@@ -74,6 +76,7 @@ def param_names(params: str) -> List[str]:
 @dataclass(frozen=True)
 class CFunction:
     """One kernel as C: its name, a comment (equation and what it computes), the full definition."""
+
     name: str
     doc: str
     text: str

@@ -78,7 +78,9 @@ _NOT_IN_MODULES = ("c/", "compiler/export_c.py", "compiler/c_emit.py")
 
 @lru_cache(maxsize=None)
 def _source_fingerprint() -> str:
-    """Hash of every source a generated module depends on (templates, model, symbolic, algorithms, compiler), so
+    """Hash of every source a generated module depends on.
+
+    Hash of every source a generated module depends on (templates, model, symbolic, algorithms, compiler), so
     that any change to them rebuilds the cached modules; the C export's own files are left out."""
     h = hashlib.sha256()
     files = sorted(template_dir().rglob("*.j2")) + \
@@ -94,7 +96,9 @@ def _source_fingerprint() -> str:
 
 @lru_cache(maxsize=None)
 def cpu_fingerprint() -> str:
-    """The processor the kernels are tuned for (``-march=native``): its model name and feature flags from
+    """The processor the kernels are tuned for (``-march=native``).
+
+    Its model name and feature flags from
     /proc/cpuinfo (elsewhere platform.processor()), so a cache shared by different machines keeps one entry
     per processor kind and never loads code with instructions a machine lacks. "portable" when
     MBGEN_NATIVE=0 (then kernels are built for the compiler's default target)."""
@@ -112,7 +116,9 @@ def cpu_fingerprint() -> str:
 
 
 def opt_flags() -> list:
-    """The optimisation level: -O3, or with MBGEN_OPT=1 (the test suite's builds) -O1 with the expensive
+    """The C optimisation flags; part of the build key.
+
+    The optimisation level: -O3, or with MBGEN_OPT=1 (the test suite's builds) -O1 with the expensive
     optimisations that contract a*b+c into fused multiply-adds as -O3 does: half the C compile time, for
     kernels that agree with -O3's to round-off (tests/compiler/test_build.py checks it). Part of the build key."""
     return ["-O1", "-fexpensive-optimizations"] if os.environ.get("MBGEN_OPT", "3") == "1" else ["-O3"]
@@ -120,7 +126,9 @@ def opt_flags() -> list:
 
 @lru_cache(maxsize=None)
 def native_flags() -> list:
-    """["-march=native"] if the C compiler takes it (probed when a kernel is compiled), else []; [] when
+    """The flag ``-march=native`` if the C compiler takes it.
+
+    ["-march=native"] if the C compiler takes it (probed when a kernel is compiled), else []; [] when
     MBGEN_NATIVE=0. Worth 4-9 % per RK4 step on chain(20..100) (FMA, wider vectors)."""
     if cpu_fingerprint() == "portable":
         return []
@@ -141,7 +149,9 @@ def _cc_accepts(flags: list, source: str = "int main(void) { return 0; }\n") -> 
 
 @lru_cache(maxsize=None)
 def openmp_flags() -> list:
-    """["-fopenmp"] if the C compiler builds and links an OpenMP program with it, else [] (the batch loops of
+    """The flag ``-fopenmp`` if the C compiler builds and links an OpenMP program with it.
+
+    ["-fopenmp"] if the C compiler builds and links an OpenMP program with it, else [] (the batch loops of
     the kernels then run on one thread; the module's OPENMP says which). MBGEN_OPENMP=0 turns it off. Probed
     when a kernel is compiled, not part of the build key (no compiler run at start-up)."""
     if os.environ.get("MBGEN_OPENMP", "1") == "0":
@@ -152,7 +162,9 @@ def openmp_flags() -> list:
 
 
 def code_pattern(model, algorithm: str):
-    """The structure the family's kernel is specialised to beyond the topology (rigid trees: per body whether
+    """The structure the family's kernel is specialised to beyond the topology, or None.
+
+    The structure the family's kernel is specialised to beyond the topology (rigid trees: per body whether
     offsets are zero and joint frames unrotated, codegen.algorithms.tree_plan.Plan.code_pattern), or None."""
     plan = family(algorithm, model).make_plan(model)
     f = getattr(plan, "code_pattern", None)
@@ -160,6 +172,7 @@ def code_pattern(model, algorithm: str):
 
 
 def build_key(model, algorithm: str, options: dict, derivatives: bool = False) -> str:
+    """The build key of a model's kernel module: a hash of everything the generated code depends on."""
     opt = {} if opt_flags() == ["-O3"] else {"opt": opt_flags()}       # (the default's keys as before)
     payload = json.dumps({"topology": model.topology_key(), "pattern": code_pattern(model, algorithm),
                           "names": names_key(model),
@@ -204,7 +217,9 @@ class CompileFailed(Exception):
 
 @contextlib.contextmanager
 def _captured(quiet: bool):
-    """With quiet: the process's stdout and stderr (file descriptors 1 and 2: the compiler's too) go to a scratch
+    """Capture the process's output for the duration (with quiet).
+
+    With quiet: the process's stdout and stderr (file descriptors 1 and 2: the compiler's too) go to a scratch
     file for the duration; an exception is re-raised as CompileFailed with that output (Ctrl-C passes through)."""
     if not quiet:
         yield
@@ -241,7 +256,9 @@ _DISK_ERRNOS = tuple(getattr(errno, n) for n in ("ENOSPC", "EDQUOT", "EROFS", "E
 
 
 def disk_error(e: BaseException) -> Optional[int]:
-    """The errno of a full or read-only file system (or a quota) behind exception ``e``: in its chain, or in what
+    """The errno of a full or read-only file system behind exception ``e``, or None.
+
+    The errno of a full or read-only file system (or a quota) behind exception ``e``: in its chain, or in what
     the compiler printed (CompileFailed); None if there is none."""
     seen = 0
     while e is not None and seen < 20:
@@ -262,7 +279,9 @@ def resolve_options(algorithm: str, **options) -> dict:
 
 def build_module(model, algorithm: str = "recursive", cache_dir=None, progress: bool = False,
                  derivatives: bool = False, **options):
-    """Generate and compile (or fetch from the cache) the kernel module for a model; derivatives: with the
+    """Generate and compile (or fetch from the cache) the kernel module for a model.
+
+    Derivatives: with the
     derivative kernels (templates/shared/derivatives.pyx.j2: about 40 % more compile time, so only on request).
 
     Returns (module, info) where info holds the key, paths, timings and the resolved options.
@@ -305,7 +324,9 @@ _umask_cached: Optional[int] = None
 
 
 def current_umask() -> int:
-    """The process umask. Read from /proc/self/status where there is one (no change to the process state);
+    """The process umask.
+
+    Read from /proc/self/status where there is one (no change to the process state);
     otherwise read once with os.umask - set to the restrictive 0o077 for that instant, so a file another
     thread creates meanwhile is never more open than wanted - and restored."""
     global _umask_cached
@@ -332,7 +353,9 @@ def _sha256(path: Path, limit: int = trust.EXTENSION_LIMIT) -> str:
 
 
 def entry_problem(target: Path, modname: str) -> Optional[str]:
-    """Why cache entry `target` cannot be trusted ('missing' if absent), or None if it can: build.json is
+    """Why cache entry `target` cannot be trusted, or None if it can.
+
+    Why cache entry `target` cannot be trusted ('missing' if absent), or None if it can: build.json is
     readable and names this entry, the Python and Cython versions are ours, and the extension's SHA-256 is
     the one recorded at build time. Reads files only; nothing is imported."""
     target = Path(target)
@@ -376,7 +399,9 @@ def entry_problem(target: Path, modname: str) -> Optional[str]:
 
 def cached_module(key: str, modname: str, label: str, source, cache_dir=None, progress: bool = False,
                   meta: Optional[dict] = None):
-    """Import module `modname` from cache entry `key`, first rendering `source()` and compiling it there if
+    """Import module `modname` from cache entry `key`, building it there if needed.
+
+    Import module `modname` from cache entry `key`, first rendering `source()` and compiling it there if
     the entry is missing or fails entry_problem() (then with a CacheWarning). Under a file lock; the entry
     folder appears complete or not at all. `meta` (model name, ...) is recorded in build.json."""
     cache = trust.cache_folder(Path(cache_dir) if cache_dir else default_cache_dir())    # the user's alone
@@ -418,7 +443,9 @@ def cached_module(key: str, modname: str, label: str, source, cache_dir=None, pr
 
 
 def _build_into(source, modname, target, info, label, progress, meta):
-    """Build in `.KEY.PID.build.XXXX`, assemble the entry in it, rename it to `target` (the caller holds the
+    """Build into a temporary folder and rename it to `target`.
+
+    Build in `.KEY.PID.build.XXXX`, assemble the entry in it, rename it to `target` (the caller holds the
     entry's lock). A failed compilation keeps its folder, marked FAILED_MARK, for an hour."""
     from tqdm import tqdm
     key = target.name
@@ -457,7 +484,9 @@ def _build_into(source, modname, target, info, label, progress, meta):
 
 
 def _assemble_entry(tmp: Path, target: Path, modname: str, files, info: dict, meta: dict):
-    """Move the products into tmp/entry, record build.json (checksum, versions, meta), set the umask's
+    """Move the products into the entry and rename it over `target`.
+
+    Move the products into tmp/entry, record build.json (checksum, versions, meta), set the umask's
     permissions, and rename it over `target` (any old entry goes into tmp first, so readers see the old
     entry or the new one or none, never a mixture)."""
     staging = tmp / "entry"
@@ -483,7 +512,9 @@ def _assemble_entry(tmp: Path, target: Path, modname: str, files, info: dict, me
 
 
 def _temp_folder_owner(name: str):
-    """(key, pid or None) of a temporary folder name `.KEY.PID.build.XXXX` or `.KEY.PID.trash.XXXX` (older
+    """The (key, pid or None) of one of our temporary folder names, or None.
+
+    (key, pid or None) of a temporary folder name `.KEY.PID.build.XXXX` or `.KEY.PID.trash.XXXX` (older
     mbgen: `.KEY.XXXX`, `.KEY.stage.XXXX` with a 20-hex key), or None if the name is not one of ours."""
     parts = name[1:].split(".") if name.startswith(".") else []
     if len(parts) == 4 and parts[0] and parts[1].isdigit() and parts[2] in ("build", "trash"):
@@ -522,7 +553,9 @@ def _is_stale(folder: Path, pid: Optional[int], max_age: float, now: float) -> b
 
 
 def sweep_temp_folders(cache_dir, held_key: Optional[str] = None, max_age: float = STALE_AFTER_S) -> list:
-    """Remove the temporary folders a killed or failed build left in the cache: those whose process is gone
+    """Remove the temporary folders a killed or failed build left in the cache.
+
+    Those whose process is gone
     or that are older than max_age seconds (failed compilations: only by age). Each only under its entry's
     lock - already held for `held_key`, else taken without waiting (a build holding it is alive: skip).
     Returns the removed paths."""

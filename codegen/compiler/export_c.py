@@ -73,6 +73,7 @@ def refusals(model) -> List[str]:
 
 
 def check_exportable(model, algorithm: str = "recursive"):
+    """Refuse (ExportRefused) a model or algorithm the C export does not handle."""
     if algorithm not in EXPORT_FAMILIES:
         raise ExportRefused(f"export-c: algorithm '{algorithm}' does not export to C yet (exported: "
                             f"{', '.join(EXPORT_FAMILIES)})")
@@ -83,13 +84,16 @@ def check_exportable(model, algorithm: str = "recursive"):
 
 
 def default_prefix(name: str) -> str:
-    """The model name when it is a plain C identifier (letters, digits, '_'; a letter first; not a keyword), else
+    """The C prefix of a model's exported names.
+
+    The model name when it is a plain C identifier (letters, digits, '_'; a letter first; not a keyword), else
     'model': no other piece of a user string reaches the code."""
     name = str(name)
     return name if _PREFIX.match(name) and name.lower() not in _C_KEYWORDS else "model"
 
 
 def check_prefix(prefix: str) -> str:
+    """Return `prefix` if it is a C identifier and not a keyword; ValueError otherwise."""
     if not _PREFIX.match(prefix or "") or prefix.lower() in _C_KEYWORDS:
         raise ValueError(f"--prefix must be a C identifier (a letter, then letters, digits or '_', at most 63) and "
                          f"not a C keyword, got {prefix!r}")
@@ -172,7 +176,9 @@ def _env():
 
 
 def params_header(model, prefix: Optional[str] = None) -> str:
-    """NAME_params.h for a model: the same numbers as the Python module's parameter vector. A model of the same
+    """The header NAME_params.h for a model.
+
+    The same numbers as the Python module's parameter vector. A model of the same
     topology with other numbers (what ``System.update_model`` loads) gives the header to compile in instead."""
     check_exportable(model)
     prefix = check_prefix(prefix) if prefix is not None else default_prefix(model.name)

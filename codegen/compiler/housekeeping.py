@@ -1,4 +1,6 @@
-"""Housekeeping of the build cache for `mbgen cache info|clean`: list the entries, remove them under their locks,
+"""Housekeeping of the build cache for `mbgen cache info|clean`.
+
+List the entries, remove them under their locks,
 sweep the temporary folders of dead builds. Nothing here follows a symbolic link or reads an untrusted file."""
 from __future__ import annotations
 
@@ -32,7 +34,9 @@ def _tree_size(folder: Path) -> int:
 
 
 def cache_entries(cache_dir=None) -> list:
-    """One dict per entry of the cache (key, module, model, algorithm, size, age_s, path), oldest first;
+    """One dict per entry of the cache, oldest first.
+
+    One dict per entry of the cache (key, module, model, algorithm, size, age_s, path), oldest first;
     build.json fields are reported as found (not verified)."""
     cache = Path(cache_dir) if cache_dir else default_cache_dir()
     if not cache.is_dir():
@@ -59,7 +63,9 @@ def cache_entries(cache_dir=None) -> list:
 
 
 def strangers(cache_dir=None) -> list:
-    """(name, what) of the items in the cache that no build made and nothing here touches: symbolic links,
+    """The items in the cache that no build made: (name, what).
+
+    (name, what) of the items in the cache that no build made and nothing here touches: symbolic links,
     FIFOs, devices, lock files that are not files, entries of another user or writable by others (reported by
     `mbgen cache info` and `clean`, for the user to remove)."""
     import stat
@@ -94,7 +100,9 @@ def temp_folders(cache_dir=None) -> list:
 
 
 def clean_cache(cache_dir=None, older_than_days: Optional[float] = None, timeout: float = 10.0) -> dict:
-    """Remove every entry (only those built more than older_than_days ago, if given), each under its lock
+    """Remove the cache's entries and the temporary folders no running build owns.
+
+    Remove every entry (only those built more than older_than_days ago, if given), each under its lock
     (an entry whose lock stays busy for `timeout` s - a build in progress - is skipped), and the temporary
     folders no running build owns. Lock files stay: removing one a waiter has open would break the lock.
     Returns {"entries": [keys], "temp": [paths], "busy": [keys], "freed": bytes}."""

@@ -24,7 +24,9 @@ def template_dir() -> Path:
 
 
 def comment(text) -> str:
-    """A user string (model, body, joint, force name) made safe for a one-line comment of generated code:
+    """A user string made safe for a one-line comment of generated code.
+
+    A user string (model, body, joint, force name) made safe for a one-line comment of generated code:
     printable ASCII only (everything else escaped, so no line break can leave the comment), and no C
     comment delimiters (Cython copies source lines into C comments)."""
     s = "".join(c if " " <= c <= "~" else ascii(c)[1:-1] for c in str(text))
@@ -41,7 +43,9 @@ def template_env() -> jinja2.Environment:
 
 
 def names_key(model) -> str:
-    """Digest of every user string that reaches generated source (as escaped comments): part of the build key,
+    """Digest of every user string that reaches generated source.
+
+    Digest of every user string that reaches generated source (as escaped comments): part of the build key,
     so a cached module always matches what its model would render."""
     names = [model.name] + [j.name for j in model.joints] + [b.name for b in model.bodies] + \
         [f.name for f in (*getattr(model, "springs", ()), *getattr(model, "point_springs", ()),
@@ -50,7 +54,9 @@ def names_key(model) -> str:
 
 
 def render(fam: Family, plan, options: dict, key: str, derivatives: bool = False) -> str:
-    """The Cython source of one model for one family (header: version, build hash, roadmap); derivatives: with
+    """The Cython source of one model for one family.
+
+    The Cython source of one model for one family (header: version, build hash, roadmap); derivatives: with
     the derivative kernels of rigid trees."""
     tpl = template_env().get_template(fam.template)
     return tpl.render(version=__version__, build_hash=key, model_name=plan.model.name, algorithm=fam.name,

@@ -1,4 +1,6 @@
-"""What the build cache trusts: only folders and files the user owns that nobody else can write (the policy of
+"""What the build cache trusts.
+
+Only folders and files the user owns that nobody else can write (the policy of
 ssh's StrictModes and of Python's bytecode cache), regular files opened without following a symbolic link and
 without blocking (a FIFO or a device planted in the cache is refused, never read), within size limits.
 
@@ -25,6 +27,7 @@ class Untrusted(Exception):
 
 
 def kind(mode: int) -> str:
+    """The kind of file of a stat mode, in words."""
     return next((k for test, k in _KINDS if test(mode)), "not a regular file")
 
 
@@ -38,7 +41,9 @@ def foreign(st, what: str) -> Optional[str]:
 
 
 def open_trusted(path, limit: int):
-    """A binary file object on a regular file of the user's that nobody else can write, at most `limit` bytes;
+    """Open a regular file of the user's that nobody else can write.
+
+    A binary file object on a regular file of the user's that nobody else can write, at most `limit` bytes;
     Untrusted otherwise (a symbolic link is not followed, a FIFO or a device is not waited on)."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     name = Path(path).name
@@ -58,7 +63,9 @@ def open_trusted(path, limit: int):
 
 
 def entry_folder_problem(target: Path) -> Optional[str]:
-    """Why an entry folder cannot be trusted (a symbolic link, not a folder, someone else's), 'missing' if there
+    """Why an entry folder cannot be trusted, 'missing' if there is none, else None.
+
+    Why an entry folder cannot be trusted (a symbolic link, not a folder, someone else's), 'missing' if there
     is none, else None."""
     try:
         st = os.lstat(target)
@@ -72,7 +79,9 @@ def entry_folder_problem(target: Path) -> Optional[str]:
 
 
 def cache_folder(path) -> Path:
-    """The cache folder, created (readable by all, writable by the user only) if it is missing; BuildError
+    """The cache folder, created if it is missing.
+
+    The cache folder, created (readable by all, writable by the user only) if it is missing; BuildError
     naming it when it cannot be created or is not the user's alone, with the way out."""
     path = Path(path)
     try:
@@ -96,7 +105,9 @@ def cache_folder(path) -> Path:
 
 
 def check_lock(lock: Path):
-    """A lock file that exists must be a regular file (a folder, a symbolic link or a FIFO there would make the
+    """Check that a lock file that exists is a regular file.
+
+    A lock file that exists must be a regular file (a folder, a symbolic link or a FIFO there would make the
     lock fail or block): BuildError naming it otherwise."""
     try:
         st = os.lstat(lock)

@@ -39,6 +39,8 @@ NPA = 11              # numbers per actuator in the parameter vector: gear, g0..
 
 @dataclass
 class Actuator:
+    """An actuator on a joint coordinate or a tendon: its kind, gains, gear and ranges."""
+
     name: str
     joint: str
     kind: str = "motor"                  # motor | position | velocity | general
@@ -72,8 +74,9 @@ class Actuator:
 
 
 def validate_actuators(model, check_function, scalar_joints, zero) -> None:
-    """Check every actuator of a model (names, joint, kind parameters, ranges); normalise numbers in place.
-    check_function(fn, field): validates a TimeFunction; scalar_joints: the joint types with scalar coordinates;
+    """Check every actuator of a model; normalise numbers in place.
+
+    Check_function(fn, field): validates a TimeFunction; scalar_joints: the joint types with scalar coordinates;
     zero(): the default ctrl function (codegen.model.core passes all three)."""
     src = model.source
     joints = {j.name: j for j in model.joints}

@@ -59,6 +59,8 @@ _ALIASES = {"pin": "revolute", "planar_revolute": "revolute", "clamp": "fixed", 
 
 @dataclass
 class Beam:
+    """A flexible planar beam of ANCF elements: its length, element count and material numbers."""
+
     name: str
     length: float
     elements: int
@@ -70,11 +72,14 @@ class Beam:
 
     @property
     def mass(self) -> float:
+        """The beam's mass [kg]."""
         return self.rho * self.A * self.length
 
 
 @dataclass
 class BeamJoint:
+    """A joint between two beams or a beam and ground."""
+
     name: str
     type: str                 # revolute | fixed | translational
     parent: str               # beam name or ground
@@ -87,6 +92,7 @@ class BeamJoint:
 @dataclass
 class BeamLoad:
     """A constant force on a beam at arc length s from its first node ([HW eq 8]: F_E = S^T F)."""
+
     name: str
     beam: str
     s: float
@@ -95,6 +101,8 @@ class BeamLoad:
 
 @dataclass
 class BeamModel:
+    """A model of flexible planar beams (family rancf)."""
+
     name: str
     beams: List[Beam]
     joints: List[BeamJoint]
@@ -110,6 +118,7 @@ class BeamModel:
     # rigid-model look-alikes used by the CLI
     @property
     def bodies(self):
+        """The beams (the bodies of a beam model)."""
         return self.beams
 
     @property
@@ -121,21 +130,26 @@ class BeamModel:
 
     @property
     def nq(self) -> int:
+        """The number of coordinates."""
         return self.plan.n
 
     @property
     def nv(self) -> int:
+        """The number of velocity coordinates (equal to nq)."""
         return self.plan.n
 
     @property
     def coord_names(self) -> List[str]:
+        """The names of the coordinates."""
         return list(self.plan.coord_names)
 
     @property
     def velocity_names(self) -> List[str]:
+        """The names of the velocity coordinates."""
         return [f"d({c})" for c in self.plan.coord_names]
 
     def initial_state(self):
+        """The initial state (q0, u0): the undeformed beams at rest."""
         q = self.plan.initial_q()
         return q, np.zeros_like(q)
 
@@ -146,6 +160,7 @@ class BeamModel:
                 "eord": p.eord.tolist(), "succ": p.succ.tolist()}
 
     def roadmap(self) -> List[str]:
+        """The table of beams and elements printed by ``mbgen check``."""
         return self.plan.roadmap()
 
 
@@ -182,7 +197,9 @@ NUMBER_RANGE = (1e-100, 1e100)   # an element's mass, stiffnesses and lengths: t
 
 
 def _check_element_numbers(v, ne, source, fld):
-    """Refuse a beam whose element numbers leave double precision (1e300 lengths, E = 1e308, denormal A or I)
+    """Refuse a beam whose element numbers leave double precision.
+
+    Refuse a beam whose element numbers leave double precision (1e300 lengths, E = 1e308, denormal A or I)
     before anything is built: each input and the element's mass rho A l, axial stiffness E A / l and bending
     stiffness E I / l^3 lie in NUMBER_RANGE, and the element's highest frequency is finite."""
     lo, hi = NUMBER_RANGE
@@ -340,7 +357,34 @@ def beam_model_from_dict(d: dict, source: str = "<model>", strict_names: bool = 
 
 def pendulum(n_beams=5, n_elem=5, L_beam=5.0, E=21e6, A=4e-4, I=2e-6, rho=7800.0, g=(0.0, -9.81),
              name=None) -> BeamModel:
-    """Model M3: a chain of beams, the first pinned to the ground at (0, 0), straight along +x."""
+    """Model M3: a chain of beams, the first pinned to the ground at (0, 0), straight along +x.
+
+    Parameters
+    ----------
+    n_beams : int, optional
+        Number of beams.
+    n_elem : int, optional
+        Elements per beam.
+    L_beam : float, optional
+        Length of each beam [m].
+    E : float, optional
+        Young's modulus [Pa].
+    A : float, optional
+        Cross-section area [m^2].
+    I : float, optional
+        Second moment of area [m^4].
+    rho : float, optional
+        Density [kg/m^3].
+    g : array_like, shape (2,), optional
+        Gravitational acceleration [m/s^2].
+    name : str, optional
+        Model name.
+
+    Returns
+    -------
+    codegen.model.beams.BeamModel
+        The flexible pendulum.
+    """
     d = {"name": name or f"flexible_pendulum_{n_beams}x{n_elem}", "gravity": list(g),
          "beams": [{"name": f"b{k + 1}", "length": L_beam, "elements": n_elem, "E": E, "A": A, "I": I, "rho": rho}
                    for k in range(n_beams)],
@@ -442,6 +486,7 @@ class BeamLayout:
         self.coord_names = cn
 
     def roadmap(self) -> List[str]:
+        """The table of beams and elements."""
         rows = []
         jby = {j.child: j for j in self.model.joints}
         for b in self.beam_order:
@@ -473,6 +518,7 @@ class BeamLayout:
         return start, direc
 
     def initial_q(self) -> np.ndarray:
+        """The coordinates of the undeformed beams at their initial placement."""
         beams = {b.name: b for b in self.model.beams}
         jby = {j.child: j for j in self.model.joints}
         start, direc = self.element_geometry()

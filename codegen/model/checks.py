@@ -1,4 +1,6 @@
-"""Field checks of the model layer: errors that name the file and the field, the input limits, typed
+"""Field checks of the model layer.
+
+Errors that name the file and the field, the input limits, typed
 readers for numbers, names, vectors, matrices, inertias and rotations."""
 from __future__ import annotations
 
@@ -29,7 +31,17 @@ def limits_text() -> str:
 
 
 class ModelError(ValueError):
-    """Bad model input. ``str(err)`` names the file and the field."""
+    """Bad model input. ``str(err)`` names the file and the field.
+
+    Parameters
+    ----------
+    message : str
+        What is wrong.
+    source : str, optional
+        The file (or ``<model>``).
+    field : str, optional
+        The field path, e.g. ``joints[2].axis``.
+    """
 
     def __init__(self, message: str, source: str = "<model>", field: str = ""):
         source = str(source)
@@ -63,7 +75,9 @@ PHYSICAL_RANGE = (1e-100, 1e100)     # |x| of a mass, length or inertia in SI un
 
 
 def _physical(v, src, fld):
-    """Refuse numbers whose products would leave double precision (a mass of 1e308, a length of 1e300, a
+    """Refuse numbers whose products would leave double precision.
+
+    Refuse numbers whose products would leave double precision (a mass of 1e308, a length of 1e300, a
     denormal inertia), naming the field, before anything is built."""
     a = np.abs(np.asarray(v, dtype=float))
     bad = a[(a != 0) & ((a < PHYSICAL_RANGE[0]) | (a > PHYSICAL_RANGE[1]))]
@@ -73,7 +87,9 @@ def _physical(v, src, fld):
 
 
 def _num(v, source, fld, positive=False, nonneg=False, integer=False, what=None):
-    """A real, finite number (bool is not one). Strings such as '4e-4' (YAML 1.1 reads exponent forms
+    """A real, finite number (bool is not one).
+
+    Strings such as '4e-4' (YAML 1.1 reads exponent forms
     without a dot as strings) are accepted. ``integer``: an integral value (2.0 is 2; 2.5 is refused)."""
     if isinstance(v, str):
         try:
@@ -103,7 +119,9 @@ def _num(v, source, fld, positive=False, nonneg=False, integer=False, what=None)
 
 
 def _name(v, source, fld, what="name", printable=False) -> str:
-    """A non-empty string; ``printable`` (model files): at most LIMITS['name_length'] characters, none of them
+    """A non-empty string.
+
+    ``printable`` (model files): at most LIMITS['name_length'] characters, none of them
     a control, format or separator character other than the space. The Python API takes any non-empty
     string: user strings reach generated source only through the comment filter."""
     if not isinstance(v, str):
@@ -130,7 +148,9 @@ _PLAIN = (int, float)
 
 
 def _plain(seq) -> Optional[np.ndarray]:
-    """Fast path: a flat list/tuple of plain finite floats and ints (not bool) or a numeric 1-d/2-d array, as a
+    """Fast path: a flat list or numeric array as a float array, or None.
+
+    Fast path: a flat list/tuple of plain finite floats and ints (not bool) or a numeric 1-d/2-d array, as a
     float array; None when anything needs the element-by-element check (which names the element)."""
     try:
         if type(seq) is np.ndarray:
@@ -238,7 +258,9 @@ def _solref(value, source, fld) -> np.ndarray:
 
 
 def _check_inertias(Js: List[np.ndarray], source: str, fields: List[str], triangle: bool = True) -> List[str]:
-    """_check_inertia for many tensors at once (numpy per call costs more than the check); the first failing
+    """_check_inertia for many tensors at once.
+
+    (numpy per call costs more than the check); the first failing
     one is re-checked alone for its message. triangle=False: tensors that only break the triangle inequality pass,
     and their fields are returned (the caller warns)."""
     if not Js:

@@ -34,6 +34,20 @@ from .massprops import check_mass_matrix  # noqa: E402
 
 @dataclass
 class Body:
+    """A rigid body.
+
+    Parameters
+    ----------
+    name : str
+        Unique body name.
+    mass : float
+        Mass [kg] (0 for a massless helper body between joints).
+    com : array_like, shape (3,), optional
+        Centre of mass [m] in the body frame (default the origin).
+    inertia : array_like, shape (3, 3), optional
+        Inertia tensor [kg m^2] about the centre of mass, in the body frame (default the identity).
+    """
+
     name: str
     mass: float
     com: np.ndarray = field(default_factory=lambda: np.zeros(3))       # in the body frame
@@ -42,12 +56,52 @@ class Body:
 
 @dataclass
 class Placement:
+    """A frame placed in another: position and rotation.
+
+    Parameters
+    ----------
+    pos : array_like, shape (3,), optional
+        Origin of the frame [m] in the enclosing frame (default zero).
+    rot : array_like, shape (3, 3), optional
+        Rotation matrix whose columns are the frame's axes in the enclosing frame (default the identity).
+    """
+
     pos: np.ndarray = field(default_factory=lambda: np.zeros(3))
     rot: np.ndarray = field(default_factory=lambda: np.eye(3))
 
 
 @dataclass
 class Joint:
+    """A joint between a parent (a body or ``ground``) and a child body.
+
+    Parameters
+    ----------
+    name : str
+        Unique joint name.
+    type : str
+        Joint type: a key of codegen.model.joint_types.JOINT_TYPES (revolute, prismatic, spherical, free, ...).
+    parent, child : str
+        Names of the parent body (or ``ground``) and of the child body.
+    parent_frame, child_frame : Placement, optional
+        The joint frame in the parent's and in the child's body frame (default: the body frames).
+    axis : array_like, shape (3,), optional
+        Revolute, prismatic or cylindrical axis, planar normal, universal joint's first axis (joint frame).
+    axis2 : array_like, shape (3,), optional
+        Universal joint's second axis (joint frame, at zero angles).
+    q0 : array_like, shape (nq,), optional
+        Initial coordinates [rad, m] (default: the joint type's zero pose).
+    u0 : array_like, shape (nv,), optional
+        Initial velocities [rad/s, m/s] (default zero).
+    armature : array_like, shape (nv,), optional
+        Rotor inertia per velocity coordinate [kg m^2 or kg], added to the mass matrix's diagonal.
+    limits : array_like, shape (nv, 2), optional
+        Lower and upper limit of each coordinate [rad, m] (scalar joints).
+    limit_solref : array_like, shape (2,), optional
+        The limits' time constant [s] and damping ratio (default 0.02, 1).
+    friction : array_like, shape (nv,), optional
+        Coulomb friction force per coordinate [N m or N] (scalar joints), regularised.
+    """
+
     name: str
     type: str
     parent: str
@@ -65,16 +119,47 @@ class Joint:
 
     @property
     def nq(self) -> int:
+        """Number of coordinates of the joint's type.
+
+        Returns
+        -------
+        int
+            The joint's entries of q.
+        """
         return JOINT_TYPES[self.type].nq
 
     @property
     def nv(self) -> int:
+        """Number of velocity coordinates of the joint's type.
+
+        Returns
+        -------
+        int
+            The joint's entries of u.
+        """
         return JOINT_TYPES[self.type].nv
 
 
 @dataclass
 class TimeFunction:
-    """f(t) from a small closed set, evaluated inside compiled code."""
+    """f(t) from a small closed set, evaluated inside compiled code.
+
+    Parameters
+    ----------
+    kind : str, optional
+        ``constant``, ``sine``, ``step`` or ``table`` (default constant).
+    value : float, optional
+        Constant: the value; step: the value after t0.
+    amplitude, frequency, phase, offset : float, optional
+        Sine: ``offset + amplitude sin(2 pi frequency t + phase)``, frequency in Hz, phase in rad.
+    t0 : float, optional
+        Step: the time [s] of the step.
+    value_before : float, optional
+        Step: the value before t0.
+    t, y : array_like, shape (n,), optional
+        Table: sample times [s] (increasing) and values, interpolated linearly and held constant outside.
+    """
+
     kind: str = "constant"           # constant | sine | step | table
     value: float = 0.0               # constant; step: value after t0
     amplitude: float = 0.0           # sine: offset + amplitude*sin(2 pi f t + phase)
@@ -87,6 +172,7 @@ class TimeFunction:
     y: Optional[np.ndarray] = None
 
     def __call__(self, t: float) -> float:
+        """The function's value at time t [s]."""
         if self.kind == "constant":
             return self.value
         if self.kind == "sine":
@@ -98,6 +184,24 @@ class TimeFunction:
 
 @dataclass
 class JointSpringDamper:
+    """A linear spring-damper on the coordinates of one scalar joint.
+
+    The generalized force is ``-stiffness (q - q_ref) - damping u`` per coordinate.
+
+    Parameters
+    ----------
+    name : str
+        Unique force element name.
+    joint : str
+        The joint it acts on (scalar joints only).
+    stiffness : array_like, shape (nv,)
+        Stiffness per coordinate [N m/rad or N/m].
+    damping : array_like, shape (nv,)
+        Damping per coordinate [N m s/rad or N s/m].
+    q_ref : array_like, shape (nv,)
+        Rest coordinates [rad or m].
+    """
+
     name: str
     joint: str
     stiffness: np.ndarray            # per coordinate of the joint (scalar joints only)
@@ -107,6 +211,28 @@ class JointSpringDamper:
 
 @dataclass
 class PointSpringDamper:
+    """A spring-damper between two points of two bodies (or a body and ground).
+
+    Parameters
+    ----------
+    name : str
+        Unique force element name.
+    body_a : str
+        First body, or ``ground``.
+    point_a : array_like, shape (3,)
+        Attachment point [m] in body_a's frame (world frame for ground).
+    body_b : str
+        Second body.
+    point_b : array_like, shape (3,)
+        Attachment point [m] in body_b's frame.
+    stiffness : float
+        Stiffness [N/m].
+    damping : float
+        Damping [N s/m] along the line of the points.
+    length : float
+        Free length [m].
+    """
+
     name: str
     body_a: str                      # body name or ground
     point_a: np.ndarray              # in body_a frame (world if ground)
@@ -119,6 +245,20 @@ class PointSpringDamper:
 
 @dataclass
 class JointForce:
+    """A prescribed generalized force on one velocity coordinate of a joint.
+
+    Parameters
+    ----------
+    name : str
+        Unique force element name.
+    joint : str
+        The joint it acts on.
+    dof : int
+        Index into the joint's velocity coordinates.
+    function : TimeFunction
+        The force [N or N m] as a function of time.
+    """
+
     name: str
     joint: str
     dof: int                         # index into the joint's velocity coordinates
@@ -127,6 +267,50 @@ class JointForce:
 
 @dataclass
 class Model:
+    """A rigid-body tree: bodies, joints, force elements, and what closes or drives it.
+
+    Built from a file by load_model, from a mapping by model_from_dict, or directly; validated on
+    construction (ModelError names the field).
+
+    Parameters
+    ----------
+    name : str
+        Model name.
+    bodies : list of Body
+        The bodies.
+    joints : list of Joint
+        The tree's joints, each connecting a parent (a body or ``ground``) to a child body.
+    gravity : array_like, shape (3,), optional
+        Gravitational acceleration [m/s^2] (default (0, -9.81, 0)).
+    springs : list of JointSpringDamper, optional
+        Joint spring-dampers.
+    point_springs : list of PointSpringDamper, optional
+        Point-to-point spring-dampers.
+    joint_forces : list of JointForce, optional
+        Prescribed joint forces.
+    source : str, optional
+        Where the model came from (a file name), for messages.
+    tau_hook : callable, optional
+        Python API only: ``hook(t, q, u)`` returns extra generalized forces, shape (nv,) [N, N m].
+    simulation : dict, optional
+        The file's validated ``simulation:`` defaults.
+    cuts : list of Joint, optional
+        Loop-closing (cut) joints, the file's ``loops:`` section.
+    actuators : list, optional
+        codegen.model.actuators.Actuator, in control order.
+    tendons : list, optional
+        codegen.model.tendons.Tendon (fixed tendons).
+    couplings : list, optional
+        codegen.model.couplings.Coupling (equality constraints).
+    allow_nonphysical_inertia : bool, optional
+        Warn about inertias that break the triangle inequality instead of refusing them.
+
+    Raises
+    ------
+    ModelError
+        A field is invalid; the message names the file and the field.
+    """
+
     name: str
     bodies: List[Body]
     joints: List[Joint]
@@ -148,31 +332,89 @@ class Model:
 
     # -- derived facts -------------------------------------------------
     def body(self, name: str) -> Body:
+        """The body named `name`.
+
+        Parameters
+        ----------
+        name : str
+            A body name.
+
+        Returns
+        -------
+        Body
+            The body.
+
+        Raises
+        ------
+        KeyError
+            No body has that name.
+        """
         return self._bodies[name]
 
     @property
     def nq(self) -> int:
+        """Number of generalized coordinates (the joints' nq summed).
+
+        Returns
+        -------
+        int
+            The length of q.
+        """
         return sum(j.nq for j in self.joints)
 
     @property
     def nv(self) -> int:
+        """Number of generalized velocities (the joints' nv summed).
+
+        Returns
+        -------
+        int
+            The length of u.
+        """
         return sum(j.nv for j in self.joints)
 
     @property
     def coord_names(self) -> List[str]:
+        """Names of the generalized coordinates, ``JOINT.COORDINATE`` in the order of q.
+
+        Returns
+        -------
+        list of str
+            nq names.
+        """
         return [f"{j.name}.{c}" for j in self.joints for c in JOINT_TYPES[j.type].coordinates]
 
     @property
     def velocity_names(self) -> List[str]:
+        """Names of the generalized velocities, ``JOINT.VELOCITY`` in the order of u.
+
+        Returns
+        -------
+        list of str
+            nv names.
+        """
         return [f"{j.name}.{c}" for j in self.joints for c in JOINT_TYPES[j.type].velocities]
 
     @property
     def armature(self) -> np.ndarray:
-        """Rotor inertia per velocity coordinate (zeros where a joint has none)."""
+        """Rotor inertia per velocity coordinate (zeros where a joint has none).
+
+        Returns
+        -------
+        numpy.ndarray, shape (nv,)
+            Rotor inertia [kg m^2 or kg] per velocity coordinate.
+        """
         return np.concatenate([j.armature if j.armature is not None else np.zeros(j.nv) for j in self.joints] +
                               [np.zeros(0)])
 
     def q_offsets(self):
+        """Where each joint's coordinates and velocities start in q and u.
+
+        Returns
+        -------
+        list of tuple of int
+            (offset in q, offset in u) per joint, in the order of ``joints``.
+        """
         iq, iv, out = 0, 0, []
         for j in self.joints:
             out.append((iq, iv))
@@ -181,6 +423,15 @@ class Model:
         return out
 
     def initial_state(self):
+        """The initial state: each joint's q0 and u0, or its zero pose at rest.
+
+        Returns
+        -------
+        q0 : numpy.ndarray, shape (nq,)
+            Initial coordinates [rad, m].
+        u0 : numpy.ndarray, shape (nv,)
+            Initial velocities [rad/s, m/s].
+        """
         q, u = [], []
         for j in self.joints:
             q.extend(j.q0 if j.q0 is not None else default_q(j.type))
@@ -188,7 +439,13 @@ class Model:
         return np.array(q, float), np.array(u, float)
 
     def topology_key(self) -> dict:
-        """What shapes the generated code: the tree and joint types, the force element kinds."""
+        """What shapes the generated code: the tree and joint types, the force element kinds.
+
+        Returns
+        -------
+        dict
+            JSON-serialisable facts of the topology; part of the build key.
+        """
         return {
             "joints": [[j.type, j.parent, j.child] for j in self.joints],
             "loops": [[c.type, c.parent, c.child] for c in self.cuts],
@@ -217,7 +474,9 @@ def _f(x):
 
 
 def _armature(j: Joint, src, fld, what="armature") -> Optional[np.ndarray]:
-    """A joint's armature (or friction): one number for every velocity coordinate, or one per coordinate; >= 0;
+    """A joint's armature (or friction), or None when all are zero.
+
+    A joint's armature (or friction): one number for every velocity coordinate, or one per coordinate; >= 0;
     None when all are zero (the kernels then carry zeros)."""
     if not j.nv:
         raise ModelError(f"a {j.type} joint has no velocity coordinate to carry {what}", src, fld)
@@ -231,7 +490,9 @@ def _armature(j: Joint, src, fld, what="armature") -> Optional[np.ndarray]:
 
 
 def _limits(j: Joint, src, f) -> None:
-    """A joint's limits: [lower, upper] per coordinate (one pair for a one-coordinate joint), lower < upper;
+    """A joint's limits: [lower, upper] per coordinate.
+
+    (one pair for a one-coordinate joint), lower < upper;
     limit_solref: time constant > 0 and damping ratio > 0."""
     if not JOINT_TYPES[j.type].scalar:
         raise ModelError(f"a {j.type} joint takes no limits (limits bound scalar coordinates: "
@@ -495,7 +756,9 @@ def validate(model: Model) -> None:
 
 
 def _check_function(fn, src, f, key) -> None:
-    """A TimeFunction (a joint force's value, an actuator's ctrl) of element f at f.key: numbers finite, tables
+    """Check a TimeFunction of element f at f.key.
+
+    A TimeFunction (a joint force's value, an actuator's ctrl) of element f at f.key: numbers finite, tables
     increasing (table faults named at f.table)."""
     if not isinstance(fn, TimeFunction):
         raise ModelError(f"expected a TimeFunction, got {_short(fn)}", src, f"{f}.{key}")

@@ -1,4 +1,6 @@
-"""Couplings: hard equality constraints between scalar coordinates (MuJoCo's joint and tendon equality constraints,
+"""Couplings: hard equality constraints between scalar coordinates.
+
+Couplings: hard equality constraints between scalar coordinates (MuJoCo's joint and tendon equality constraints,
 URDF's ``<mimic>``), the model's ``couplings:`` section.
 
     L1 = p(L2) = c0 + c1 L2 + c2 L2^2 + c3 L2^3 + c4 L2^4
@@ -29,6 +31,8 @@ NPOLY = 5             # c0 .. c4
 
 @dataclass
 class Coupling:
+    """A hard equality constraint between two scalar coordinates or tendon lengths."""
+
     name: str
     joint: Optional[str] = None        # side 1: a joint coordinate ...
     joint2: Optional[str] = None       # side 2 (optional)
@@ -88,6 +92,7 @@ def coupling_from_dict(d: dict, source, fld, name) -> Coupling:
 
 
 def coupling_dict(c: Coupling) -> dict:
+    """The model-file mapping of a coupling."""
     d = {"name": c.name}
     for k in ("joint", "tendon", "joint2", "tendon2"):
         if getattr(c, k) is not None:
@@ -100,7 +105,9 @@ def coupling_dict(c: Coupling) -> dict:
 
 
 def validate_couplings(model, scalar_joints, names: dict) -> None:
-    """Check every coupling (its coordinates or tendons, polycoef; names: the model's names so far, unique);
+    """Check every coupling; normalise in place.
+
+    (its coordinates or tendons, polycoef; names: the model's names so far, unique);
     normalise in place."""
     from .checks import _check_count
     src = model.source

@@ -48,6 +48,7 @@ def export_model(model, fmt: str) -> str:
 # ---------------------------------------------------------------- YAML (our format, complete)
 
 def to_yaml(model: Model) -> str:
+    """The model as our YAML format."""
     import yaml
     return (f"# {model.name}: exported by mbgen from {model.source}\n"
             + yaml.safe_dump(model_dict(model), sort_keys=False, default_flow_style=None, width=120))
@@ -56,7 +57,9 @@ def to_yaml(model: Model) -> str:
 # ---------------------------------------------------------------- bodies in their joint frames
 
 def _in_joint_frames(model: Model):
-    """Per joint: (parent-side joint frame in the parent's joint frame (pos, rot), child mass, com and inertia in
+    """Per joint its frames and the child's mass properties in joint frames.
+
+    Per joint: (parent-side joint frame in the parent's joint frame (pos, rot), child mass, com and inertia in
     its joint frame). The child body frame of every joint becomes its (child-side) joint frame."""
     cf = {j.child: j.child_frame for j in model.joints}
     out = []
@@ -105,6 +108,7 @@ URDF_INERTIA = {"ixx": (0, 0), "ixy": (0, 1), "ixz": (0, 2), "iyy": (1, 1), "iyz
 
 
 def to_urdf(model: Model) -> str:
+    """The model as a URDF document; ModelError for joints URDF cannot express."""
     bad = [f"{j.name!r} ({j.type})" for j in model.joints if j.type not in URDF_TYPES]
     if bad:
         none = or_list(t for t in JOINT_TYPES if t not in URDF_TYPES)
@@ -142,7 +146,9 @@ def to_urdf(model: Model) -> str:
 # ---------------------------------------------------------------- MJCF
 
 def minimal_rotation(axis) -> np.ndarray:
-    """K with K e_z = axis, the minimal rotation: the in-plane axes x, y of a planar joint are K's first columns
+    """The minimal rotation K with K e_z = axis.
+
+    The in-plane axes x, y of a planar joint are K's first columns
     (codegen.algorithms.tree_plan.canonical_rotation; tests/model/test_export.py checks they agree)."""
     a = np.asarray(axis, float) / np.linalg.norm(axis)
     c = a[2]
@@ -158,7 +164,9 @@ def minimal_rotation(axis) -> np.ndarray:
 
 
 def _mj_axis(j, source):
-    """The axis of a MuJoCo joint written for joint j (JointType.mjcf): none, j's axis or axis2, or an in-plane
+    """The axis of a MuJoCo joint written for joint j (JointType.mjcf).
+
+    None, j's axis or axis2, or an in-plane
     axis of a planar joint (the first two columns of the minimal rotation onto its normal)."""
     if source in (None, "axis", "axis2"):
         return None if source is None else getattr(j, source)
@@ -166,12 +174,16 @@ def _mj_axis(j, source):
 
 
 def _mj_free(jtype: str) -> bool:
-    """Is the joint type MuJoCo's free joint (written as <freejoint>, on a top-level body)?"""
+    """Whether the joint type is MuJoCo's free joint.
+
+    Is the joint type MuJoCo's free joint (written as <freejoint>, on a top-level body)?"""
     return JOINT_TYPES[jtype].mjcf == (("free", None),)
 
 
 def _mj_joints(j) -> List[Tuple[str, str, np.ndarray, int]]:
-    """(name, MuJoCo type, axis, our dof index) of the MuJoCo joints of one of ours, applied in this order
+    """The MuJoCo joints of one of ours, in the order applied.
+
+    (name, MuJoCo type, axis, our dof index) of the MuJoCo joints of one of ours, applied in this order
     (JointType.mjcf): one keeps the joint's name, several are named JOINT.COORDINATE."""
     if _mj_free(j.type):
         return []
@@ -181,6 +193,7 @@ def _mj_joints(j) -> List[Tuple[str, str, np.ndarray, int]]:
 
 
 def to_mjcf(model: Model) -> str:
+    """The model as an MJCF document; ModelError for what MJCF cannot express."""
     for j in model.joints:
         if _mj_free(j.type) and (j.parent != GROUND or not np.array_equal(j.parent_frame.pos, np.zeros(3))
                                  or not np.array_equal(j.parent_frame.rot, np.eye(3))):

@@ -22,8 +22,11 @@ PLANE_MOTIONS = (None, "normal", "along", "any")
 
 @dataclass(frozen=True)
 class JointType:
-    """What a joint type is, by name: its coordinates, the fields a joint of this type takes, where it may stand,
+    """What a joint type is, by name.
+
+    Its coordinates, the fields a joint of this type takes, where it may stand,
     and its names in robot files."""
+
     name: str
     nq: int                                  # position coordinates
     nv: int                                  # velocity coordinates

@@ -28,6 +28,31 @@ def chain(n: int, m: float = 1.0, L: float = 1.0, theta0: float = 0.0, gravity=(
 
     Link k's frame sits at its centre with x along the rod; joint k is at the inboard end. Released
     from rest with the first link at angle theta0 from +x (0: horizontal) and the others straight.
+
+    Parameters
+    ----------
+    n : int
+        Number of links.
+    m : float, optional
+        Mass of each link [kg].
+    L : float, optional
+        Length of each link [m].
+    theta0 : float, optional
+        Initial angle of the first link [rad].
+    gravity : array_like, shape (3,), optional
+        Gravitational acceleration [m/s^2].
+
+    Returns
+    -------
+    Model
+        The chain (nq = nv = n).
+
+    Raises
+    ------
+    ValueError
+        n is not a positive integer.
+    ModelError
+        n exceeds the model limits.
     """
     if int(n) != n or n < 1:
         raise ValueError(f"chain length must be a positive integer, got {n}")
@@ -47,6 +72,11 @@ def balance_pendulum() -> Model:
 
     Revolute coordinates are relative; the seed's absolute angles are th7 = q7, th1 = q7 + q1,
     th5 = q7 + q5, th3 = q7 + q5 + q3 (each rod's x axis points from its lower end to its upper end).
+
+    Returns
+    -------
+    Model
+        The balance pendulum (4 bodies, nq = nv = 4).
     """
     a = 0.5
     z = [0, 0, 1]
@@ -75,7 +105,13 @@ def _cylinder(name, m, length, radius=0.05, axis=0):
 
 
 def arm7() -> Model:
-    """A 7-DOF serial arm (axes z y z y z y z, links along z), fixed base, joint damping."""
+    """A 7-DOF serial arm (axes z y z y z y z, links along z), fixed base, joint damping.
+
+    Returns
+    -------
+    Model
+        The arm (nq = nv = 7).
+    """
     lengths = [0.34, 0.2, 0.4, 0.2, 0.39, 0.08, 0.1]
     masses = [4.0, 4.0, 3.0, 2.7, 1.7, 1.8, 0.3]
     axes = [[0, 0, 1], [0, 1, 0]] * 3 + [[0, 0, 1]]
@@ -90,8 +126,16 @@ def arm7() -> Model:
 
 
 def humanoid() -> Model:
-    """Humanoid-like tree on a floating base (free joint): spherical hips and shoulders, revolute knees
-    and elbows, universal ankles, a spherical neck. Gravity -z, starts 1 m above the ground, tumbling."""
+    """A humanoid-like tree on a floating base (free joint).
+
+    Spherical hips and shoulders, revolute knees
+    and elbows, universal ankles, a spherical neck. Gravity -z, starts 1 m above the ground, tumbling.
+
+    Returns
+    -------
+    Model
+        The humanoid.
+    """
     B = []
     J = []
 
@@ -118,8 +162,16 @@ def humanoid() -> Model:
 
 
 def space_robot() -> Model:
-    """M4 (models.md; Liu et al. Figs 5-7, arm data reconstructed): a free-floating hexagonal-prism base with
-    two identical 6R arms, no gravity, sinusoidal joint torques tau_kj = s_k A_j sin(2 pi t / T_j)."""
+    """Model M4: a free-floating space robot with two 6R arms.
+
+    M4 (models.md; Liu et al. Figs 5-7, arm data reconstructed): a free-floating hexagonal-prism base with
+    two identical 6R arms, no gravity, sinusoidal joint torques tau_kj = s_k A_j sin(2 pi t / T_j).
+
+    Returns
+    -------
+    Model
+        The space robot (a free base and 12 revolute joints, nv = 18).
+    """
     m0, a, h = 400.0, 0.8, 1.2
     B = [Body("base", m0, np.zeros(3), np.diag([m0 * (5 / 24 * a * a + h * h / 12)] * 2 + [5 / 12 * m0 * a * a]))]
     J = [Joint("base_free", "free", "ground", "base", Placement(), Placement())]
@@ -148,6 +200,7 @@ JOINT_MIX = tuple(t for t in JOINT_TYPES if t != "free")
 
 
 def random_rotation(rng) -> np.ndarray:
+    """A uniformly distributed random rotation matrix."""
     q = rng.normal(size=4)
     q /= np.linalg.norm(q)
     w, x, y, z = q
@@ -157,7 +210,26 @@ def random_rotation(rng) -> np.ndarray:
 
 
 def random_tree(n: int, seed: int = 0, types=JOINT_MIX, floating: bool = False, forces: bool = False) -> Model:
-    """A random tree of n bodies with random joint types, placements, axes, masses and inertias."""
+    """A random tree of n bodies with random joint types, placements, axes, masses and inertias.
+
+    Parameters
+    ----------
+    n : int
+        Number of bodies.
+    seed : int, optional
+        Seed of the random generator (the same seed gives the same tree).
+    types : sequence of str, optional
+        The joint types drawn from.
+    floating : bool, optional
+        The root on a free joint.
+    forces : bool, optional
+        Add spring-dampers and joint forces.
+
+    Returns
+    -------
+    Model
+        The tree.
+    """
     from .core import JointForce, PointSpringDamper, TimeFunction
     rng = np.random.default_rng(seed)
     bodies, joints = [], []
@@ -221,7 +293,9 @@ SIZED = {"chain": lambda n: chain(n), "branch": lambda n: branch_system(n)}     
 
 
 def spec_size(spec: str):
-    """(kind, N) of 'chain:N' / 'branch:N', checked against LIMITS['bodies'] before anything is built;
+    """The (kind, N) of 'chain:N' / 'branch:N', checked; None for anything else.
+
+    (kind, N) of 'chain:N' / 'branch:N', checked against LIMITS['bodies'] before anything is built;
     None for anything else."""
     kind, sep, n = spec.partition(":")
     if kind not in SIZED or not sep:
@@ -259,6 +333,25 @@ def branch_system(N: int = 999, m: float = 1.0, L: float = 1.0) -> Model:
     subchain B: body 9 hangs from the +x end (input I2), 7 from 9, 5 from 7.  Each rod's frame sits at
     its centre with x pointing from its lower (free) end to its upper end, so vertical rods are turned
     by Rz(90 deg).  N = 999: 500 bodies, 1500 degrees of freedom.
+
+    Parameters
+    ----------
+    N : int, optional
+        The highest body number (odd, >= 13).
+    m : float, optional
+        Mass of each rod [kg].
+    L : float, optional
+        Length of each rod [m].
+
+    Returns
+    -------
+    Model
+        The branch system.
+
+    Raises
+    ------
+    ValueError
+        N is not an odd integer >= 13.
     """
     N = int(N)
     if N < 13 or N % 2 == 0:
@@ -300,7 +393,9 @@ def _loop_simulation():
 
 def ladder(k: int, L: float = 1.0, m: float = 1.0, width: float = 1.0, theta0: float = 0.4,
            gravity=(0.0, -9.81, 0.0)) -> Model:
-    """A planar ladder of k closed loops hanging in the vertical x-y plane (gravity -y), every joint revolute
+    """A planar ladder of k closed loops hanging in the vertical x-y plane.
+
+    A planar ladder of k closed loops hanging in the vertical x-y plane (gravity -y), every joint revolute
     about z: k + 2 degrees of freedom.
 
     Bodies (thin rods, mass m): the left rail L0..Lk and the right rail R0..Rk (k + 1 links of length L
@@ -331,6 +426,31 @@ def ladder(k: int, L: float = 1.0, m: float = 1.0, width: float = 1.0, theta0: f
     R(j-1) -> rung(j-1) -> L(j-1) -> Lj -> rungj -> Rj (j odd > 1); the tree is one serpentine chain but for
     R0, the second child of R1. Relative angles: rail-to-rail 0, rail-to-rung +-(pi/2 - theta0), the pivot
     theta0 - pi/2.
+
+    Parameters
+    ----------
+    k : int
+        Number of loops.
+    L : float, optional
+        Rail link length [m].
+    m : float, optional
+        Mass of each rod [kg].
+    width : float, optional
+        Rung length [m].
+    theta0 : float, optional
+        Initial rail angle from the vertical [rad].
+    gravity : array_like, shape (3,), optional
+        Gravitational acceleration [m/s^2].
+
+    Returns
+    -------
+    Model
+        The ladder (k cut joints).
+
+    Raises
+    ------
+    ValueError
+        k is not a positive integer.
     """
     if int(k) != k or k < 1:
         raise ValueError(f"ladder needs a positive integer number of loops, got {k}")
@@ -363,7 +483,9 @@ FOUR_BAR = (0.6, 1.6, 1.4, 1.2)     # crank, coupler, rocker, base: Grashof cran
 
 
 def four_bar_pose(crank=0.6, coupler=1.6, rocker=1.4, base=1.2, theta=-1.2):
-    """Absolute angles (crank, coupler, rocker) of a planar four-bar with base pivots A = (0, 0), D = (base, 0),
+    """Absolute angles (crank, coupler, rocker) of a planar four-bar.
+
+    With base pivots A = (0, 0), D = (base, 0),
     crank A -> B at angle theta, coupler B -> C, rocker C -> D; C on the same side of BD as the crank's tip
     lies of AD (theta < 0: below)."""
     A, D = np.zeros(2), np.array([base, 0.0])
@@ -397,6 +519,29 @@ def loop_chain(k: int, m: float = 1.0, theta: float = -1.2, dims=FOUR_BAR, gravi
     rest at q0 (not an equilibrium).
 
     Body frames at the rod centres, x from A to B (crank), B to C (coupler), C to D (rocker).
+
+    Parameters
+    ----------
+    k : int
+        Number of four-bar loops.
+    m : float, optional
+        Mass of each rod [kg].
+    theta : float, optional
+        Initial crank angle [rad].
+    dims : tuple of float, optional
+        (crank, coupler, rocker, base) lengths [m].
+    gravity : array_like, shape (3,), optional
+        Gravitational acceleration [m/s^2].
+
+    Returns
+    -------
+    Model
+        The chain of loops (k cut joints).
+
+    Raises
+    ------
+    ValueError
+        k is not a positive integer, or the four-bar does not close at this crank angle.
     """
     if int(k) != k or k < 1:
         raise ValueError(f"loop_chain needs a positive integer number of loops, got {k}")

@@ -107,7 +107,27 @@ def model_from_dict(d: dict, source: str = "<model>", strict_names: bool = False
 
     ``strict_names`` (model files): names are printable text (no control or line-break characters) of at most
     LIMITS['name_length'] characters. The Python API accepts any non-empty string: user strings reach
-    generated source only through the comment filter."""
+    generated source only through the comment filter.
+
+    Parameters
+    ----------
+    d : dict
+        The mapping of a model file (``name``, ``bodies``, ``joints``, ``forces``, ``loops``, ...).
+    source : str, optional
+        Where the mapping came from, for messages.
+    strict_names : bool, optional
+        Apply the model files' rules to names.
+
+    Returns
+    -------
+    Model
+        The validated model.
+
+    Raises
+    ------
+    ModelError
+        A field is missing or invalid; the message names the source and the field.
+    """
     source = str(source)
     _check_keys(d, _TOP_KEYS, source, "<top level>")
 
@@ -255,7 +275,9 @@ def _yaml_loader():
 
 
 def _check_yaml_size(text: str, Loader) -> None:
-    """Stream the parse events (nothing is composed or constructed) and refuse, as early as possible, a
+    """Refuse a YAML document too deep, too large or with aliases that expand too far.
+
+    Stream the parse events (nothing is composed or constructed) and refuse, as early as possible, a
     document nested deeper than LIMITS['yaml_depth'], with more than LIMITS['yaml_nodes'] nodes, or whose
     expanded size (an alias counts as the whole node it refers to) exceeds LIMITS['yaml_nodes'] (an alias
     bomb), or with an alias used inside its own anchor (a recursive structure); and a mapping with the same key
@@ -374,10 +396,33 @@ def read_model_file(path) -> dict:
 
 
 def load_model(path: str, floating_base: bool = False, **import_options) -> Model:
-    """Load and validate a model file: YAML or JSON (our format), URDF (``.urdf`` or an XML file with <robot>;
+    """Load and validate a model file: YAML or JSON (our format), URDF or MJCF.
+
+    Load and validate a model file: YAML or JSON (our format), URDF (``.urdf`` or an XML file with <robot>;
     codegen/model/urdf.py) or MJCF (``.mjcf`` or an XML file with <mujoco>; codegen/model/mjcf.py).
     ``floating_base`` and ``import_options`` (URDF: ``mimic``; MJCF: ``ignore_contacts``, ``ignore_actuators``)
-    apply to robot files only."""
+    apply to robot files only.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The model file.
+    floating_base : bool, optional
+        Robot files: mount the root body on a free joint instead of fixing it to the ground.
+    **import_options
+        Robot files: URDF ``mimic``; MJCF ``ignore_contacts``, ``ignore_actuators``.
+
+    Returns
+    -------
+    Model or codegen.model.beams.BeamModel
+        The validated model (a BeamModel for a file with ``beams``).
+
+    Raises
+    ------
+    ModelError
+        The file cannot be read or a field is invalid (the message names the file and the field), or robot-file
+        options were given for a YAML or JSON model.
+    """
     path = os.fspath(path)
     kind = file_kind(path)
     if kind == "urdf":
@@ -404,4 +449,5 @@ def load_model(path: str, floating_base: bool = False, **import_options) -> Mode
 
 
 def dumps_json(model: Model) -> str:
+    """The model as JSON (its to_dict)."""
     return json.dumps(model.to_dict(), indent=1)

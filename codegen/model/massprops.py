@@ -1,4 +1,6 @@
-"""Mass properties of the model layer: rigid inertias moved between frames and lumped (fixed joints of imported
+"""Mass properties of the model layer.
+
+Rigid inertias moved between frames and lumped (fixed joints of imported
 robot files), and the check that the mass matrix is regular when some bodies carry no mass or no rotational
 inertia (massless links between joints, point masses).
 
@@ -20,18 +22,23 @@ SINGULAR_TOL = 1e-12     # D scaled by the subtree's largest possible inertia al
 
 
 def skew(v) -> np.ndarray:
+    """The skew-symmetric matrix of a 3-vector: skew(v) w = v x w."""
     return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
 
 
 def moved(m: float, com, J, pos, rot) -> Tuple[float, np.ndarray, np.ndarray]:
-    """Mass properties (mass, centre of mass, inertia about it) given in frame B, expressed in frame A where B
+    """Mass properties given in frame B, expressed in frame A.
+
+    Mass properties (mass, centre of mass, inertia about it) given in frame B, expressed in frame A where B
     sits at (pos, rot): c_A = pos + rot c_B, J_A = rot J_B rot^T."""
     rot = np.asarray(rot, float)
     return float(m), np.asarray(pos, float) + rot @ np.asarray(com, float), rot @ np.asarray(J, float) @ rot.T
 
 
 def lumped(parts: Iterable[Tuple[float, np.ndarray, np.ndarray]]) -> Tuple[float, np.ndarray, np.ndarray]:
-    """One rigid body from several (mass, com, inertia about the com), all in one frame: the total mass, the
+    """One rigid body from several, all in one frame.
+
+    One rigid body from several (mass, com, inertia about the com), all in one frame: the total mass, the
     common centre of mass, and the inertia about it (parallel axis theorem, [RBDA eq 2.63]). Massless
     parts add their rotational inertia only; with no mass at all the centre is the origin."""
     parts = [(float(mk), np.asarray(ck, float), np.asarray(Jk, float)) for mk, ck, Jk in parts]
@@ -110,7 +117,9 @@ RELATIVE_MOTIONS = {"revolute": _turn, "prismatic": _slide, "cylindrical": _scre
 
 
 def singular_joint(model, seed: int = 20261122) -> Optional[Tuple[str, str]]:
-    """(joint name, coordinate) of the first joint, tip to root, whose articulated inertia D = S^T I^A S is
+    """The first joint whose articulated inertia is singular, or None.
+
+    (joint name, coordinate) of the first joint, tip to root, whose articulated inertia D = S^T I^A S is
     singular at a generic configuration [RBDA eqs 7.38-7.45], else None.
 
     Everything is in world axes about the world origin: body spatial inertia I = [[J + m c~ c~^T, m c~],
@@ -180,7 +189,9 @@ def singular_joint(model, seed: int = 20261122) -> Optional[Tuple[str, str]]:
 
 
 def check_mass_matrix(model) -> None:
-    """Refuse (ModelError naming the joint) a model whose mass matrix is singular; only models with a massless
+    """Refuse (ModelError naming the joint) a model whose mass matrix is singular.
+
+    Only models with a massless
     body or a body without rotational inertia about some axis can have one."""
     if not any(degenerate(b) for b in model.bodies):
         return

@@ -1,4 +1,6 @@
-"""MJCF (MuJoCo XML) files -> Model, through MuJoCo's own compiler (``mujoco.MjModel.from_xml_path``): defaults,
+"""MJCF (MuJoCo XML) files -> Model, through MuJoCo's own compiler.
+
+MJCF (MuJoCo XML) files -> Model, through MuJoCo's own compiler (``mujoco.MjModel.from_xml_path``): defaults,
 includes, ``inertiafromgeom``, angle units and frames are resolved by MuJoCo, and this module reads the compiled
 arrays.
 
@@ -90,7 +92,9 @@ ASSET_FILES = {"mesh": ("file",), "skin": ("file",), "hfield": ("file",),
 
 
 def check_files(path):
-    """Before MuJoCo reads anything: the file and every <include> (recursively) are regular files within
+    """Check an MJCF file and everything it includes before MuJoCo reads anything.
+
+    Before MuJoCo reads anything: the file and every <include> (recursively) are regular files within
     LIMITS['file_mb'] each, the asset files they name (meshes, textures, height fields, skins) that exist are
     regular files, all of them together within LIMITS['assets_mb'], and the <replicate> counts multiplied along
     their nesting stay within LIMITS['bodies'] (MuJoCo expands them in memory first). A FIFO, a device or a huge
@@ -150,7 +154,9 @@ def _names(mj, mujoco, obj, n, prefix) -> List[str]:
 
 
 def _contact_pairs(mj, mujoco) -> List[tuple]:
-    """Geom pairs MuJoCo's collision filter lets through (contype/conaffinity, weld, parent and exclude filters),
+    """Geom pairs MuJoCo's collision filter lets through.
+
+    Geom pairs MuJoCo's collision filter lets through (contype/conaffinity, weld, parent and exclude filters),
     or explicit <pair>s; empty if the file disables contacts or constraints."""
     D = mujoco.mjtDisableBit
     if mj.opt.disableflags & (int(D.mjDSBL_CONTACT) | int(D.mjDSBL_CONSTRAINT)):
@@ -352,7 +358,9 @@ def model_from_mjmodel(mj, path: str = "<mjcf>", ignore_contacts: bool = False,
 
 
 def _actuator_problems(mj, mujoco, jnames) -> List[str]:
-    """What of the file's actuators has no counterpart: other transmissions than a hinge or slide joint or a fixed
+    """What of the file's actuators has no counterpart, one line per reason.
+
+    What of the file's actuators has no counterpart: other transmissions than a hinge or slide joint or a fixed
     tendon, activation dynamics, gain or bias types beyond affine; one line per reason, naming the actuators."""
     names = _names(mj, mujoco, mujoco.mjtObj.mjOBJ_ACTUATOR, mj.nu, "actuator")
     kind = lambda enum, v: enum(int(v)).name.split("_", 1)[1].lower()      # noqa: E731  mjTRN_SITE -> site
@@ -379,7 +387,9 @@ def _actuator_problems(mj, mujoco, jnames) -> List[str]:
 
 
 def _connects(mj, mujoco, anchor, enames, taken) -> List[Joint]:
-    """Active connect and weld constraints between two bodies as cut joints, each frame moved into the frame of the
+    """Active connect and weld constraints between two bodies as cut joints.
+
+    Each frame moved into the frame of the
     body it was lumped into; a constraint to the world hangs from ground (the child side must be a body).
     connect -> spherical: the anchor in body1's frame (eq_data[0:3]) and the same point in body2's frame at qpos0
     (eq_data[3:6], from MuJoCo's compiler). weld -> fixed: body1's frame at relpose (eq_data[3:6] position,
@@ -411,7 +421,9 @@ def _equalities(mj, mujoco, kind) -> List[int]:
 
 
 def _couplings(mj, mujoco, jnames, tmap, enames, taken, joints) -> list:
-    """Active joint and (fixed) tendon equality constraints as couplings. MuJoCo's hold relative to the reference
+    """Active joint and (fixed) tendon equality constraints as couplings.
+
+    MuJoCo's hold relative to the reference
     configuration: y - y0 = c0 + c1 (x - x0) + ... + c4 (x - x0)^4 (y, x: joint1's and joint2's qpos, or tendon1's
     and tendon2's length; y0, x0: at qpos0; no joint2 / tendon2: y - y0 = c0), so the polynomial is shifted to ours,
     y = p(x) (couplings.shifted). Where c0 != 0, qpos0 violates a joint coupling: joint1's q0 is set to y0 + p(x0)."""
@@ -448,7 +460,9 @@ def _fixed_tendons(mj) -> List[int]:
 
 
 def _tendon(mj, t, tnames, jnames, taken):
-    """A fixed tendon: its joints and coefficients (wrap_objid, wrap_prm), stiffness, damping, rest length
+    """A fixed tendon.
+
+    Its joints and coefficients (wrap_objid, wrap_prm), stiffness, damping, rest length
     (lengthspring), limits (range, solreflimit)."""
     from .tendons import Tendon, TendonJoint
     ws = range(mj.tendon_adr[t], mj.tendon_adr[t] + mj.tendon_num[t])
@@ -462,7 +476,9 @@ def _tendon(mj, t, tnames, jnames, taken):
 
 
 def _actuators(mj, mujoco, jnames, tmap, taken) -> list:
-    """MuJoCo's actuators (joint or fixed-tendon transmission, no activation dynamics) as general affine actuators,
+    """MuJoCo's actuators as general affine actuators.
+
+    MuJoCo's actuators (joint or fixed-tendon transmission, no activation dynamics) as general affine actuators,
     in its order (tmap: tendon id -> our tendon's name):
     gain (gainprm[0], or gainprm[0:3] when affine), bias (biasprm[0:3] when affine), gear[0], ctrlrange and
     forcerange when limited."""

@@ -1,4 +1,6 @@
-"""Shared by the robot-file importers (urdf.py, mjcf.py) and the loader's dispatch: which kind of file a path
+"""Shared parts of the robot-file importers (urdf.py, mjcf.py) and the loader's dispatch.
+
+Which kind of file a path
 holds, reading it within the size limit, parsing XML strictly (no recovery, no entities, no network), unique
 names, and the optional libraries imported lazily with an install hint."""
 from __future__ import annotations
@@ -23,7 +25,9 @@ _ROOT = re.compile(rb"\s*<([A-Za-z_][\w.:-]*)")
 
 
 def file_kind(path: str) -> str:
-    """'urdf', 'mjcf', 'yaml' or 'xml' (an XML file of another kind) from the extension, else from the content:
+    """The kind of file a path holds: 'urdf', 'mjcf', 'yaml' or 'xml'.
+
+    'urdf', 'mjcf', 'yaml' or 'xml' (an XML file of another kind) from the extension, else from the content:
     an XML root element <robot> is URDF, <mujoco> is MJCF."""
     ext = os.path.splitext(path)[1].lower()
     if ext in EXTENSIONS:
@@ -59,7 +63,9 @@ _KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat
 
 
 def open_regular(path: str):
-    """A binary file object on `path` if it is a regular file; ModelError naming the file otherwise. Opened
+    """Open `path` if it is a regular file.
+
+    A binary file object on `path` if it is a regular file; ModelError naming the file otherwise. Opened
     without blocking, so a FIFO with no writer, a device (/dev/zero) or a socket is refused by its kind instead
     of hanging the reader."""
     try:
@@ -77,7 +83,9 @@ def open_regular(path: str):
 
 
 def read_limited(path: str, empty: str = "empty file", limit_mb=None) -> bytes:
-    """The file's bytes, at most ``limit_mb`` (default LIMITS['file_mb']); ModelError naming the file otherwise
+    """The file's bytes, at most ``limit_mb``.
+
+    ModelError naming the file otherwise
     (``empty``: the message for a file of only white space; a FIFO or a device: refused, see open_regular)."""
     limit_mb = LIMITS["file_mb"] if limit_mb is None else limit_mb
     limit = int(limit_mb * 2 ** 20)
@@ -97,7 +105,9 @@ _XML_DECL = re.compile(rb"""^(\s*<\?xml[^>]*?version\s*=\s*)(["'])([^"']*)\2""")
 
 
 def xml_version_1(data: bytes) -> bytes:
-    """The document with an XML declaration of another version than 1.0 or 1.1 (``<?xml version="0.0"?>``, seen in
+    """The document with its XML version declared 1.0 where it named another.
+
+    The document with an XML declaration of another version than 1.0 or 1.1 (``<?xml version="0.0"?>``, seen in
     robot files that yourdfpy, pinocchio and pybullet load) declared 1.0; libxml2 refuses other versions."""
     m = _XML_DECL.match(data[:200])
     if m and m.group(3) not in (b"1.0", b"1.1"):
@@ -143,6 +153,7 @@ def unique_name(base: str, taken: Dict[str, object]) -> str:
 
 
 def listing(items: Iterable[str], n: int = 5) -> str:
+    """The first `n` items, quoted, and how many more."""
     items = list(items)
     text = ", ".join(repr(x) for x in items[:n])
     return text + (f" and {len(items) - n} more" if len(items) > n else "")

@@ -7,6 +7,7 @@ import numpy as np
 
 
 def rot_axis_angle(axis, angle) -> np.ndarray:
+    """The rotation matrix of an axis and an angle [rad] (Rodrigues' formula)."""
     a = np.asarray(axis, float)
     a = a / np.linalg.norm(a)
     K = np.array([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
@@ -20,6 +21,7 @@ def rot_rpy(rpy) -> np.ndarray:
 
 
 def quat_to_rot(qwxyz) -> np.ndarray:
+    """The rotation matrix of a quaternion (w, x, y, z), normalised first."""
     w, x, y, z = np.asarray(qwxyz, float) / np.linalg.norm(qwxyz)
     return np.array([
         [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],

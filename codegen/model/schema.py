@@ -1,4 +1,6 @@
-"""The model file format as a JSON Schema (draft 2020-12): one definition for the structural checks of model files,
+"""The model file format as a JSON Schema (draft 2020-12).
+
+One definition for the structural checks of model files,
 for editors (``mbgen schema``; the YAML language server) and for docs/model-format.md (``mbgen schema --markdown``).
 
 ``check_schema(doc, source)`` validates a model file's top-level mapping with the jsonschema library before the
@@ -370,6 +372,7 @@ def model_schema() -> dict:
 
 
 def schema_json() -> str:
+    """The JSON Schema of model files as text."""
     return json.dumps(model_schema(), indent=1) + "\n"
 
 
@@ -399,7 +402,9 @@ def _order(doc, path):
 
 
 def _leaf(err):
-    """For anyOf / oneOf: the most telling error of the alternatives (deeper than the value itself, from the
+    """The most telling error of the alternatives of anyOf / oneOf.
+
+    For anyOf / oneOf: the most telling error of the alternatives (deeper than the value itself, from the
     alternative with the fewest faults), or None when the value itself is the wrong kind."""
     if err.validator not in ("anyOf", "oneOf") or not err.context:
         return None
@@ -448,7 +453,9 @@ def _message(err, doc):
 
 @lru_cache(maxsize=1)
 def _validator():
-    """Draft 2020-12 whose "properties", "items" and "if" skip what _decide() settles (jsonschema spends ~15 us on
+    """The draft 2020-12 validator that skips what _decide() settles.
+
+    Draft 2020-12 whose "properties", "items" and "if" skip what _decide() settles (jsonschema spends ~15 us on
     each value it descends into, and a model file is mostly numbers); everything else is validated in full."""
     from jsonschema import Draft202012Validator, validators
     base = Draft202012Validator.VALIDATORS
@@ -490,7 +497,9 @@ def _over_limits(doc) -> bool:
 
 
 def check_schema(doc, source: str) -> None:
-    """ModelError (file, field path, what was expected) for the first structural fault of a model file's
+    """Check the structure of a model file's top-level mapping.
+
+    ModelError (file, field path, what was expected) for the first structural fault of a model file's
     top-level mapping, in document order; value ranges and cross-references are checked later."""
     if not isinstance(doc, dict) or _over_limits(doc):
         return

@@ -1,4 +1,6 @@
-"""docs/model-format.md from the JSON Schema of model files (``mbgen schema --markdown``): one table per mapping,
+"""The page docs/model-format.md from the JSON Schema of model files.
+
+docs/model-format.md from the JSON Schema of model files (``mbgen schema --markdown``): one table per mapping,
 each row a field with what it takes, whether it is required, and its description."""
 from __future__ import annotations
 
@@ -64,6 +66,7 @@ def _items(s):
 
 
 def reference_markdown() -> str:
+    """The page docs/model-format.md as Markdown."""
     sch = model_schema()
     rigid, beam = sch["$defs"]["rigid_model"], sch["$defs"]["beam_model"]
     sim = sch["$defs"]["simulation"]

@@ -1,4 +1,6 @@
-"""The fast paths of model-file validation (codegen.model.schema): ``_decide`` settles the values that the
+"""The fast paths of model-file validation (codegen.model.schema).
+
+``_decide`` settles the values that the
 jsonschema validator of schema.py then skips (a model file is mostly numbers), ``_accepts`` recognises a valid
 file without jsonschema at all."""
 from __future__ import annotations
@@ -41,7 +43,9 @@ def _kind(schema):
 
 
 def _decide(schema, v):
-    """True / False when the fast path knows whether ``v`` satisfies ``schema`` (value ranges aside: they are not
+    """Whether ``v`` satisfies ``schema``, when the fast path knows.
+
+    True / False when the fast path knows whether ``v`` satisfies ``schema`` (value ranges aside: they are not
     reported here), None when the full validation must decide. Covers what a model file is mostly made of:
     numbers, names, numeric vectors and matrices, nulls, and the joint-type tests of the if/then rules."""
     k = _kind(schema)
@@ -98,7 +102,9 @@ _CHECKS = {}             # id(subschema) -> (subschema, its compiled check)
 
 
 def _json_types(v):
-    """The JSON types of a value as jsonschema's draft 2020-12 type checker sees it (a float with an integral
+    """The JSON types of a value as jsonschema's draft 2020-12 type checker sees it.
+
+    The JSON types of a value as jsonschema's draft 2020-12 type checker sees it (a float with an integral
     value is an integer; a bool is not a number), or None for a value that is not plain JSON."""
     t = type(v)
     if t is float:
@@ -199,7 +205,9 @@ def _keyword(key, value, schema, root):
 
 
 def _accepts(schema, v, root):
-    """True when ``v`` is valid against ``schema`` (a subschema of ``root``) by draft 2020-12, every keyword
+    """Whether ``v`` is valid against ``schema`` by draft 2020-12, when this checker can tell.
+
+    True when ``v`` is valid against ``schema`` (a subschema of ``root``) by draft 2020-12, every keyword
     (value ranges too); False when it is not; None when this checker cannot tell."""
     if schema is True:
         return True

@@ -17,7 +17,9 @@ SIMULATION_KEYS = ("integrator", "dt", "t_end", "substeps", "rtol", "atol", "hht
 
 
 def parse_simulation(d, source: str, beams: bool) -> dict:
-    """Validate a ``simulation:`` mapping (None or absent: {}); ModelError names the file and the field
+    """Validate a ``simulation:`` mapping.
+
+    (None or absent: {}); ModelError names the file and the field
     (``simulation.dt``).  beams: the model is a flexible-beam model (only those take integrator hht)."""
     if d is None:
         return {}

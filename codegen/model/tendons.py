@@ -1,4 +1,6 @@
-"""Fixed tendons: a length that is a linear combination of joint coordinates, with a spring, a damper, limits and
+"""Fixed tendons: lengths that are linear combinations of joint coordinates.
+
+Fixed tendons: a length that is a linear combination of joint coordinates, with a spring, a damper, limits and
 actuators on it (MuJoCo's fixed tendons).
 
     L = sum_i c_i q_i,   Ldot = sum_i c_i u_i                (q_i: scalar coordinates of revolute, prismatic,
@@ -25,6 +27,8 @@ NPT = 7               # numbers per tendon in the parameter vector before its co
 
 @dataclass
 class TendonJoint:
+    """One joint of a tendon and its coefficient."""
+
     joint: str
     coef: float
     dof: int = 0
@@ -32,6 +36,8 @@ class TendonJoint:
 
 @dataclass
 class Tendon:
+    """A fixed tendon: a linear combination of joint coordinates with a spring, a damper and limits."""
+
     name: str
     joints: List[TendonJoint]
     stiffness: float = 0.0
@@ -42,7 +48,9 @@ class Tendon:
 
 
 def validate_tendons(model, scalar_joints) -> None:
-    """Check every tendon (joints, coefficients, numbers, limits); normalise in place. scalar_joints: the joint
+    """Check every tendon; normalise in place.
+
+    (joints, coefficients, numbers, limits); normalise in place. scalar_joints: the joint
     types with scalar coordinates."""
     src = model.source
     joints = {j.name: j for j in model.joints}
@@ -99,6 +107,7 @@ def tendon_from_dict(d: dict, source: str, fld: str, name) -> Tendon:
 
 
 def tendon_dict(t: Tendon) -> dict:
+    """The model-file mapping of a tendon."""
     d = {"name": t.name, "joints": [{"joint": tj.joint, "coef": float(tj.coef), **({"dof": int(tj.dof)} if tj.dof
                                                                                   else {})} for tj in t.joints]}
     for k in ("stiffness", "damping", "length0"):

@@ -1,4 +1,6 @@
-"""URDF robot files -> Model. yourdfpy reads the file; lxml checks it first for messages that name the element
+"""URDF robot files -> Model.
+
+Yourdfpy reads the file; lxml checks it first for messages that name the element
 and its line.
 
 Mapping (the same as pinocchio's ``buildModelFromUrdf``, so results can be compared coordinate by coordinate):
@@ -98,7 +100,9 @@ def _origin(el, path, where):
 
 
 def _precheck(root, path) -> Dict[Tuple[str, str], int]:
-    """The structure pinocchio's parser (urdfdom) requires, checked with the element's line in the message:
+    """Check the structure pinocchio's parser (urdfdom) requires.
+
+    The structure pinocchio's parser (urdfdom) requires, checked with the element's line in the message:
     names, joint types, parent/child links, numbers. Returns {(kind, name): line}."""
     if root.tag != "robot":
         raise ModelError(f"the root element is <{root.tag}>: a URDF file has <robot>", path)
@@ -304,7 +308,9 @@ def model_from_urdf(robot, path: str, lines=None, floating_base: bool = False, m
 
 
 def _mimic_couplings(mimics, joints, lines, path, taken) -> list:
-    """<mimic joint multiplier offset> -> couplings q = multiplier q_other + offset (named JOINT.mimic); the mimic
+    """Couplings from the URDF's <mimic> elements.
+
+    <mimic joint multiplier offset> -> couplings q = multiplier q_other + offset (named JOINT.mimic); the mimic
     joints' q0 follow from their leaders' (zero unless they mimic too), so the zero pose satisfies them."""
     from .couplings import Coupling
     by_name = {j.name: j for j in joints}
@@ -339,7 +345,9 @@ def _mimic_couplings(mimics, joints, lines, path, taken) -> list:
 
 
 def _read_transmissions(root) -> list:
-    """(name, type, [(joint, [interfaces])], [mechanicalReduction]) of each <transmission> (lxml: yourdfpy leaves
+    """The <transmission> elements of the file.
+
+    (name, type, [(joint, [interfaces])], [mechanicalReduction]) of each <transmission> (lxml: yourdfpy leaves
     the list empty for the ros_control form)."""
     out = []
     for tr in root.iter("transmission"):
@@ -357,7 +365,9 @@ def _read_transmissions(root) -> list:
 
 
 def _transmissions(transmissions, joints, path, taken) -> list:
-    """ros_control transmissions: a SimpleTransmission with an effort interface on one moving joint is a motor
+    """ros_control transmissions as motors.
+
+    ros_control transmissions: a SimpleTransmission with an effort interface on one moving joint is a motor
     (ctrl: the actuator's effort, gear: its mechanicalReduction), in the file's order. Other transmissions (position
     or velocity interfaces, whose controller gains are not in the file; differential ones) are left out with a
     warning naming them."""

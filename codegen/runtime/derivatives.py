@@ -1,4 +1,6 @@
-"""Derivatives, linearisation and rollout sensitivities of a System (rigid trees): the Python side of the compiled
+"""Derivatives, linearisation and rollout sensitivities of a System (rigid trees).
+
+The Python side of the compiled
 derivative kernels (templates/shared/derivatives.pyx.j2, Carpentier & Mansard 2018)."""
 from __future__ import annotations
 
@@ -33,9 +35,22 @@ class Derivatives:
 
     @property
     def derivative_kernel(self):
-        """The compiled kernel with the derivatives: the system's own when built with derivatives=True, else the same
+        """The compiled kernel with the derivatives.
+
+        The system's own when built with derivatives=True, else the same
         model and options built once more with them on first use (cached like every build), with this system's
-        numbers, hook and feedback."""
+        numbers, hook and feedback.
+
+        Returns
+        -------
+        object
+            The compiled kernel object.
+
+        Raises
+        ------
+        ValueError
+            The system has no derivatives (beams, grcr, closed loops, point spring-dampers, a force hook).
+        """
         if self._dkernel is None:
             from ..compiler import build_module
             mod, _ = build_module(self.model, self.family.name, derivatives=True, **self._build_args, **self.options)
@@ -48,33 +63,168 @@ class Derivatives:
         return self._dkernel
 
     def inverse_dynamics_derivatives(self, q, u, udot, out=None, t: float = 0.0, ctrl=None):
-        """(dtau/dq, dtau/du, M), each nv x nv, of tau = inverse_dynamics(q, u, udot, t, ctrl); dtau/dudot = M. q in
-        the tangent space (class docstring). ``out``: a tuple of three nv x nv float64 arrays to write into."""
+        """Derivatives of the inverse dynamics: (dtau/dq, dtau/du, M).
+
+        (dtau/dq, dtau/du, M), each nv x nv, of tau = inverse_dynamics(q, u, udot, t, ctrl); dtau/dudot = M. q in
+        the tangent space (class docstring). ``out``: a tuple of three nv x nv float64 arrays to write into.
+
+        Parameters
+        ----------
+        q : array_like, shape (nq,)
+            Generalized coordinates (rad for rotations, m for translations; quaternions w, x, y, z).
+        u : array_like, shape (nv,)
+            Generalized velocities (rad/s, m/s).
+        udot : array_like, shape (nv,)
+            Generalized accelerations [rad/s^2, m/s^2].
+        out : tuple of three numpy.ndarray, optional
+            Arrays of shape (nv, nv), float64, to write into.
+        t : float, optional
+            Time [s] at which the model's time functions and controls are evaluated (default 0).
+        ctrl : array_like, shape (nu,), optional
+            The actuators' controls, one per actuator in the model's order; None: each actuator's ctrl function
+            of the model file.
+
+        Returns
+        -------
+        dtau_dq, dtau_du, M : numpy.ndarray, shape (nv, nv)
+            The partial derivatives of tau [N, N m] and the mass matrix.
+
+        Raises
+        ------
+        ValueError
+            The system has no derivatives, or an array has the wrong size.
+        """
         return self._derivative_kernel("inverse_dynamics_derivatives").inverse_dynamics_derivatives(q, u, udot, out,
                                                                                                      t, ctrl)
 
     def forward_dynamics_derivatives(self, q, u, tau=None, t: float = 0.0, out=None, ctrl=None):
-        """(dudot/dq, dudot/du, M^-1), each nv x nv, of udot = forward_dynamics(q, u, tau, t, ctrl=ctrl); dudot/dtau
+        """Derivatives of the forward dynamics: (dudot/dq, dudot/du, M^-1).
+
+        (dudot/dq, dudot/du, M^-1), each nv x nv, of udot = forward_dynamics(q, u, tau, t, ctrl=ctrl); dudot/dtau
         = M^-1, dudot/dctrl = M^-1 actuator_jacobian(q, u, t, ctrl). The model's force elements and actuators are
-        included (joint spring-dampers, time functions, position and velocity servos). ``out``: three arrays."""
+        included (joint spring-dampers, time functions, position and velocity servos). ``out``: three arrays.
+
+        Parameters
+        ----------
+        q : array_like, shape (nq,)
+            Generalized coordinates (rad for rotations, m for translations; quaternions w, x, y, z).
+        u : array_like, shape (nv,)
+            Generalized velocities (rad/s, m/s).
+        tau : array_like, shape (nv,), optional
+            Generalized forces [N, N m] added to the model's (default zero).
+        t : float, optional
+            Time [s] at which the model's time functions and controls are evaluated (default 0).
+        out : tuple of three numpy.ndarray, optional
+            Arrays of shape (nv, nv), float64, to write into.
+        ctrl : array_like, shape (nu,), optional
+            The actuators' controls, one per actuator in the model's order; None: each actuator's ctrl function
+            of the model file.
+
+        Returns
+        -------
+        dudot_dq, dudot_du, Minv : numpy.ndarray, shape (nv, nv)
+            The partial derivatives of udot [rad/s^2, m/s^2] and the inverse mass matrix.
+
+        Raises
+        ------
+        ValueError
+            The system has no derivatives, or an array has the wrong size.
+        """
         return self._derivative_kernel("forward_dynamics_derivatives").forward_dynamics_derivatives(q, u, tau, t, out,
                                                                                                      ctrl)
 
     def actuator_jacobian(self, q, u, t: float = 0.0, ctrl=None):
-        """dtau/dctrl (nv x nu): gear df/dctrl on each actuated coordinate (0 where the control or the force is
-        clamped); dudot/dctrl = M^-1 dtau/dctrl (forward_dynamics_derivatives' third matrix)."""
+        """The actuators' Jacobian dtau/dctrl (nv x nu).
+
+        gear df/dctrl on each actuated coordinate (0 where the control or the force is
+        clamped); dudot/dctrl = M^-1 dtau/dctrl (forward_dynamics_derivatives' third matrix).
+
+        Parameters
+        ----------
+        q : array_like, shape (nq,)
+            Generalized coordinates (rad for rotations, m for translations; quaternions w, x, y, z).
+        u : array_like, shape (nv,)
+            Generalized velocities (rad/s, m/s).
+        t : float, optional
+            Time [s] at which the model's time functions and controls are evaluated (default 0).
+        ctrl : array_like, shape (nu,), optional
+            The actuators' controls, one per actuator in the model's order; None: each actuator's ctrl function
+            of the model file.
+
+        Returns
+        -------
+        numpy.ndarray, shape (nv, nu)
+            dtau/dctrl [N or N m per control unit].
+
+        Raises
+        ------
+        ValueError
+            The model has no actuators.
+        """
         if not getattr(self.model, "actuators", None):
             raise ValueError("actuator_jacobian: the model has no actuators")
         return self.kernel.actuator_jacobian(q, u, t, ctrl)
 
     def forward_dynamics_derivatives_batch(self, Q, U, TAU=None, out=None, threads=None, t: float = 0.0):
-        """forward_dynamics_derivatives of B states (rows of Q, U, TAU), three B x nv x nv arrays, on `threads`
-        threads without the GIL (default: every usable core); a row whose mass matrix is singular is NaN."""
+        """forward_dynamics_derivatives of B states at once, threaded.
+
+        forward_dynamics_derivatives of B states (rows of Q, U, TAU), three B x nv x nv arrays, on `threads`
+        threads without the GIL (default: every usable core); a row whose mass matrix is singular is NaN.
+
+        Parameters
+        ----------
+        Q : array_like, shape (B, nq)
+            Coordinates [rad, m], one state per row.
+        U : array_like, shape (B, nv)
+            Velocities [rad/s, m/s].
+        TAU : array_like, shape (B, nv), optional
+            Generalized forces [N, N m] added to the model's.
+        out : tuple of three numpy.ndarray, optional
+            Arrays of shape (B, nv, nv) to write into.
+        threads : int, optional
+            Number of threads (default: every usable core).
+        t : float, optional
+            Time [s] (default 0).
+
+        Returns
+        -------
+        dudot_dq, dudot_du, Minv : numpy.ndarray, shape (B, nv, nv)
+            As forward_dynamics_derivatives, per state.
+
+        Raises
+        ------
+        ValueError
+            The system has no derivatives, or an array has the wrong shape.
+        """
         k = self._derivative_kernel("forward_dynamics_derivatives_batch")
         return k.forward_dynamics_derivatives_batch(Q, U, TAU, t, out, threads)
 
     def inverse_dynamics_derivatives_batch(self, Q, U, UDOT, out=None, threads=None):
-        """inverse_dynamics_derivatives of B states, three B x nv x nv arrays, threaded as the forward batch."""
+        """inverse_dynamics_derivatives of B states, three B x nv x nv arrays, threaded as the forward batch.
+
+        Parameters
+        ----------
+        Q : array_like, shape (B, nq)
+            Coordinates [rad, m], one state per row.
+        U : array_like, shape (B, nv)
+            Velocities [rad/s, m/s].
+        UDOT : array_like, shape (B, nv)
+            Accelerations [rad/s^2, m/s^2].
+        out : tuple of three numpy.ndarray, optional
+            Arrays of shape (B, nv, nv) to write into.
+        threads : int, optional
+            Number of threads (default: every usable core).
+
+        Returns
+        -------
+        dtau_dq, dtau_du, M : numpy.ndarray, shape (B, nv, nv)
+            As inverse_dynamics_derivatives, per state.
+
+        Raises
+        ------
+        ValueError
+            The system has no derivatives, or an array has the wrong shape.
+        """
         k = self._derivative_kernel("inverse_dynamics_derivatives_batch")
         return k.inverse_dynamics_derivatives_batch(Q, U, UDOT, out, threads)
 
@@ -83,7 +233,37 @@ class Derivatives:
 
         dt None: continuous time, x' = A x + B dtau. dt > 0: the Jacobians of one compiled RK4 step of size dt
         from (q, u) with tau held over the step (the step `rollout` and `simulate(integrator="rk4")` take):
-        x1 = A x0 + B dtau. See codegen.runtime.linearize for the chain rule and its accuracy with quaternions."""
+        x1 = A x0 + B dtau. See codegen.runtime.linearize for the chain rule and its accuracy with quaternions.
+
+        Parameters
+        ----------
+        q : array_like, shape (nq,)
+            Generalized coordinates (rad for rotations, m for translations; quaternions w, x, y, z).
+        u : array_like, shape (nv,)
+            Generalized velocities (rad/s, m/s).
+        tau : array_like, shape (nv,), optional
+            Generalized forces [N, N m] added to the model's (default zero).
+        dt : float, optional
+            None: continuous time; else the step [s] of the discrete map.
+        integrator : str, optional
+            The discrete map's integrator (rk4 only).
+        t : float, optional
+            Time [s] (default 0).
+
+        Returns
+        -------
+        A : numpy.ndarray, shape (2 nv, 2 nv)
+            State Jacobian.
+        B : numpy.ndarray, shape (2 nv, nv)
+            Input Jacobian (per N or N m of tau).
+
+        Raises
+        ------
+        ValueError
+            The system has no derivatives, a bad integrator or dt, or q, u of the wrong length.
+        FloatingPointError
+            The RK4 step from this state is not finite.
+        """
         k = self._derivative_kernel("linearize")
         q, u = self._qu(q, u)
         T = None if tau is None else np.ascontiguousarray(tau, float).reshape(1, self.nv)
@@ -102,10 +282,27 @@ class Derivatives:
         return A[0], B[0]
 
     def set_feedback(self, K=None, x_ref=None, tau_ref=None):
-        """A linear state feedback compiled into the model's forces, tau += tau_ref - K (x - x_ref), x = (q, u):
+        """Compile a linear state feedback into the model's forces.
+
+        A linear state feedback compiled into the model's forces, tau += tau_ref - K (x - x_ref), x = (q, u):
         evaluated inside the compiled integrators (simulate, rollout) with no Python per step, and part of the
         derivatives and linearize. K (nv x 2nv), x_ref (nq + nv, default 0), tau_ref (nv, default 0); K None removes
-        it. Models with spherical or free joints are refused (no plain difference of quaternions)."""
+        it. Models with spherical or free joints are refused (no plain difference of quaternions).
+
+        Parameters
+        ----------
+        K : array_like, shape (nv, 2 nv), optional
+            The gain [N or N m per unit of q and u]; None removes the feedback.
+        x_ref : array_like, shape (nq + nv,), optional
+            The reference state (default zero).
+        tau_ref : array_like, shape (nv,), optional
+            The feedforward force [N, N m] (default zero).
+
+        Raises
+        ------
+        ValueError
+            An array has the wrong size, or the model has spherical or free joints.
+        """
         self.kernel.set_feedback(K, x_ref, tau_ref)
         if self._dkernel is not None and self._dkernel is not self.kernel:
             self._dkernel.set_feedback(K, x_ref, tau_ref)

@@ -1,4 +1,6 @@
-"""Integration driver: every step runs inside the compiled kernel; Python only hands out chunks so that a
+"""Integration driver: every step runs inside the compiled kernel.
+
+Python only hands out chunks so that a
 progress bar can move.  Also the honesty checks around a run: divergence (SimulationDiverged) and the energy
 balance (the stiffness estimate of beam models: codegen.runtime.families.beams)."""
 from __future__ import annotations
@@ -20,7 +22,9 @@ RUNAWAY_GAIN = 0.5
 
 
 class SimulationDiverged(FloatingPointError):
-    """A simulation left the finite numbers, its energy ran away (finite states, but an energy gain larger
+    """A simulation diverged.
+
+    A simulation left the finite numbers, its energy ran away (finite states, but an energy gain larger
     than half the largest energy so far), or (dopri5) its step size collapsed.
 
     Attributes: ``t`` (time of the failure), ``sample`` (index of the first sample that could not be written,
@@ -28,7 +32,15 @@ class SimulationDiverged(FloatingPointError):
     ``last_t`` (time of the last good sample), ``integrator``, ``code`` (the kernel's fail_code, FAIL_REASONS;
     RUNAWAY for the energy), and ``partial``: the Result of
     the good samples (meta["partial"] = True) when it was asked for (simulate(keep_partial=True) returns it
-    instead of raising), else None."""
+    instead of raising), else None.
+
+    Parameters
+    ----------
+    message : str
+        The message.
+    t, sample, coordinate, reason, hint, last_t, integrator, code, partial
+        Keyword-only: the attributes above.
+    """
 
     def __init__(self, message, *, t, sample, coordinate, reason, hint, last_t, integrator, code, partial=None):
         super().__init__(message)
@@ -37,7 +49,9 @@ class SimulationDiverged(FloatingPointError):
 
 
 def start_state(system, t_end, dt, q0=None, u0=None):
-    """Initial state x = (q, u) of a simulation (the model's, unless q0 / u0 are given) and the sample
+    """Initial state and sample times of a simulation.
+
+    Initial state x = (q, u) of a simulation (the model's, unless q0 / u0 are given) and the sample
     times 0, dt, ..., t_end."""
     if not (dt > 0 and t_end > 0 and math.isfinite(dt) and math.isfinite(t_end)):
         raise ValueError("t_end and dt must be positive")
@@ -71,7 +85,9 @@ def _progress_bar(total, label, progress):
 
 
 def integrate_chunks(kernel, x, ts, integrator, substeps, rtol, atol, h_max, label, progress, other=None, work=None):
-    """Run a compiled integrator from state x over the sample times ts (ts[0] = 0) in about 100 chunks, so
+    """Run a compiled integrator from state x over the sample times ts.
+
+    (ts[0] = 0) in about 100 chunks, so
     that a progress bar can move; every step runs inside the kernel. Returns (X, stats, wall seconds, fail):
     X the state at each sample, stats [rhs evaluations, steps, rejected steps or Newton iterations, ...].
     ``other(t0, x, m) -> (states, stats)`` integrates m samples for an integrator besides rk4 and dopri5.
@@ -132,7 +148,9 @@ def _component(system, k):
 
 
 def _bad_component(system, fail, last):
-    """Index of the state component to blame: the kernel's (dopri5), else among the non-finite components of
+    """Index of the state component to blame.
+
+    The kernel's (dopri5), else among the non-finite components of
     the bad state the one that was largest in the last good state (it is the one that ran away)."""
     if fail["index"] >= 0 or fail["state"] is None:
         return fail["index"]
@@ -156,7 +174,9 @@ def _summary(system, x):
 
 
 def divergence(system, fail, X, ts, integrator, h, stable_step=None):
-    """The SimulationDiverged for a failed run (partial left None): time, first bad coordinate by name, last
+    """The SimulationDiverged for a failed run.
+
+    (partial left None): time, first bad coordinate by name, last
     good state, hint.  h: the integrator's (fixed) step; stable_step: the estimated stable rk4 step of a beam
     model, if known."""
     code, t, sample = fail["code"], fail["t"], fail["sample"]
@@ -194,7 +214,9 @@ def divergence(system, fail, X, ts, integrator, h, stable_step=None):
 
 # ---------------------------------------------------------------------------------------------- energy
 def cumulative_work(P, t):
-    """W(t_k) = int_0^t_k P dt at uniformly spaced samples: per interval the cubic through four neighbouring
+    """Cumulative work W(t_k) = int_0^t_k P dt at uniformly spaced samples.
+
+    Per interval the cubic through four neighbouring
     samples (h/24 (-P[i-1] + 13 P[i] + 13 P[i+1] - P[i+2])), the quadratic through three at the ends; trapezoids
     for two samples."""
     n = len(P)
@@ -213,7 +235,9 @@ def cumulative_work(P, t):
 
 
 def energy_balance(system, res) -> dict:
-    """Energy monitor of a run: value = max_t |E(t) - E0 - W(t)| / max(max|T|, max|V|, |E0|), W the work of the
+    """Energy monitor of a run.
+
+    Value = max_t |E(t) - E0 - W(t)| / max(max|T|, max|V|, |E0|), W the work of the
     applied non-conservative forces: result.extra["work"], integrated inside the compiled rk4 or dopri5 with the
     run's own steps (so a coarse sampling does not count as an energy error), else (hht, GCL runs) the
     cumulative_work of System.applied_power at the samples.  Returns {"value", "change" (E(end) - E0), "work"
@@ -237,7 +261,9 @@ def energy_balance(system, res) -> dict:
 
 
 def runaway(system, res, X):
-    """The first sample at which a run has visibly run away although its state is finite, as a fail dict
+    """The first sample at which a run has visibly run away, as a fail dict, or None.
+
+    The first sample at which a run has visibly run away although its state is finite, as a fail dict
     (code RUNAWAY) for divergence(), or None: an energy that is not finite, or a spurious energy gain
     E - E0 - W larger than RUNAWAY_GAIN times the largest |T|, |V|, |E0| seen up to that sample (an unstable
     explicit step pumps energy in; numerical damping only takes it out, so losses never count).  W: the

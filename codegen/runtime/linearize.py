@@ -1,4 +1,6 @@
-"""Linearised dynamics from the compiled derivative kernels: continuous-time A, B of x' = f(x, tau) and the
+"""Linearised dynamics from the compiled derivative kernels.
+
+Linearised dynamics from the compiled derivative kernels: continuous-time A, B of x' = f(x, tau) and the
 Jacobians of one compiled RK4 step, in tangent coordinates.
 
 State perturbations dx = (dq, du): dq in each joint's tangent space (nv numbers: the coordinate change for scalar

@@ -12,7 +12,31 @@ class Result:
     """Sampled trajectory with body poses and energies; save() writes NPZ, save_csv() CSV, plot() PNG.
 
     Beam models add extra arrays (saved in the same NPZ): node_names, node_pos (nt x n_nodes x 2),
-    energy_elastic, energy_gravity, snapshot_index, snapshot_curve; energy_potential = elastic + gravity."""
+    energy_elastic, energy_gravity, snapshot_index, snapshot_curve; energy_potential = elastic + gravity.
+
+    Parameters
+    ----------
+    t : numpy.ndarray, shape (nt,)
+        Sample times [s].
+    q : numpy.ndarray, shape (nt, nq)
+        Coordinates [rad, m].
+    u : numpy.ndarray, shape (nt, nv)
+        Velocities [rad/s, m/s].
+    coord_names, velocity_names : list of str
+        Names of the columns of q and u.
+    body_names : list of str
+        Body names.
+    body_com : numpy.ndarray, shape (nt, nb, 3)
+        Centroids [m].
+    body_quat : numpy.ndarray, shape (nt, nb, 4)
+        Orientations (w, x, y, z).
+    energy_kinetic, energy_potential : numpy.ndarray, shape (nt,)
+        Energies [J].
+    meta : dict
+        The run's metadata (model, algorithm, integrator, dt, wall time, energy balance, versions, ...).
+    extra : dict
+        Further arrays by name (joint geometry, joint wrenches, actuator and loop outputs, beam arrays).
+    """
 
     def __init__(self, t, q, u, coord_names, velocity_names, body_names, body_com, body_quat, energy_kinetic,
                  energy_potential, meta, extra=None):
@@ -25,15 +49,43 @@ class Result:
 
     @property
     def energy_total(self):
-        """Kinetic plus potential energy at every sample, shape (nt,), in J."""
+        """Kinetic plus potential energy at every sample, shape (nt,), in J.
+
+        Returns
+        -------
+        numpy.ndarray, shape (nt,)
+            E = T + V [J].
+        """
         return self.energy_kinetic + self.energy_potential
 
     def coord(self, name: str) -> np.ndarray:
-        """One coordinate over time, shape (nt,), by its name (``JOINT.DOF``, e.g. ``"hinge3.angle"``)."""
+        """One coordinate over time, shape (nt,), by its name (``JOINT.DOF``, e.g. ``"hinge3.angle"``).
+
+        Parameters
+        ----------
+        name : str
+            A coordinate name of coord_names.
+
+        Returns
+        -------
+        numpy.ndarray, shape (nt,)
+            Its values [rad or m].
+
+        Raises
+        ------
+        ValueError
+            No coordinate has that name.
+        """
         return self.q[:, self.coord_names.index(name)]
 
     def arrays(self) -> dict:
-        """Every array of the NPZ by its key (the metadata as a JSON string under ``meta``)."""
+        """Every array of the NPZ by its key (the metadata as a JSON string under ``meta``).
+
+        Returns
+        -------
+        dict of str to numpy.ndarray
+            The arrays save() writes.
+        """
         d = {"t": self.t, "q": self.q, "u": self.u, "coord_names": np.array(self.coord_names),
              "velocity_names": np.array(self.velocity_names), "body_names": np.array(self.body_names),
              "body_com": self.body_com, "body_quat": self.body_quat, "energy_kinetic": self.energy_kinetic,
@@ -42,7 +94,18 @@ class Result:
         return d
 
     def save(self, path) -> str:
-        """Write the NPZ atomically (temporary file in the same folder, then rename)."""
+        """Write the NPZ atomically (temporary file in the same folder, then rename).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file (``.npz`` is appended when missing).
+
+        Returns
+        -------
+        str
+            The path written.
+        """
         path = os.fspath(path)
         if not path.endswith(".npz"):
             path += ".npz"
@@ -50,7 +113,18 @@ class Result:
         return path
 
     def save_csv(self, path) -> str:
-        """t, q, u, energies as columns with a header row (RFC 4180: a name with a comma or a quote is quoted)."""
+        """t, q, u, energies as columns with a header row (RFC 4180: a name with a comma or a quote is quoted).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The CSV file.
+
+        Returns
+        -------
+        str
+            The path written.
+        """
         import csv
         import io
         path = os.fspath(path)
@@ -68,21 +142,72 @@ class Result:
 
     @property
     def node_names(self):
-        """Beam models: the names of the beam nodes (``BEAM.nK``, the last node of the last beam ``tip``)."""
+        """Beam models: the names of the beam nodes (``BEAM.nK``, the last node of the last beam ``tip``).
+
+        Returns
+        -------
+        list of str
+            n_nodes names.
+
+        Raises
+        ------
+        KeyError
+            Not a beam model's result.
+        """
         return [str(s) for s in self.extra["node_names"]]
 
     @property
     def node_pos(self):
-        """Beam models: node positions, shape (nt, n_nodes, 2), in m."""
+        """Beam models: node positions, shape (nt, n_nodes, 2), in m.
+
+        Returns
+        -------
+        numpy.ndarray, shape (nt, n_nodes, 2)
+            Positions [m].
+
+        Raises
+        ------
+        KeyError
+            Not a beam model's result.
+        """
         return self.extra["node_pos"]
 
     def node(self, name: str) -> np.ndarray:
-        """Beam models: one node's position over time, shape (nt, 2), in m."""
+        """Beam models: one node's position over time, shape (nt, 2), in m.
+
+        Parameters
+        ----------
+        name : str
+            A node name of node_names.
+
+        Returns
+        -------
+        numpy.ndarray, shape (nt, 2)
+            Its position [m].
+
+        Raises
+        ------
+        ValueError
+            No node has that name.
+        """
         return self.node_pos[:, self.node_names.index(name)]
 
     def plot(self, path) -> str:
-        """PNG: coordinates against time (top) and energies (bottom); beam models: node paths with
-        configuration snapshots (left), tip coordinates and energies (right)."""
+        """Plot the result into a PNG file.
+
+        PNG: coordinates against time (top) and energies (bottom); beam models: node paths with
+        configuration snapshots (left), tip coordinates and energies (right).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The PNG file.
+
+        Returns
+        -------
+        str
+            The path written.
+        """
         if "node_pos" in self.extra:
             return self._plot_beams(path)
         import matplotlib
@@ -170,10 +295,30 @@ T_LIMIT = 1e100             # |t| of a results file [s]: the range of a model fi
 
 
 def load_result(path, limit_mb: float = RESULT_LIMIT_MB) -> Result:
-    """A Result from an NPZ written by save(), checked as a model file is (ValueError naming the file and the array):
+    """Load a Result from an NPZ written by Result.save(), checked.
+
+    A Result from an NPZ written by save(), checked as a model file is (ValueError naming the file and the array):
     a regular file whose arrays, uncompressed, stay within limit_mb (an NPZ of 3 MB may inflate to GiB); every
     documented array present with its shape, a numeric dtype and finite values; t strictly increasing; meta a JSON
-    object; the joint geometry for animations within its index ranges."""
+    object; the joint geometry for animations within its index ranges.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The NPZ file.
+    limit_mb : float, optional
+        The largest uncompressed size [MB] accepted.
+
+    Returns
+    -------
+    Result
+        The result.
+
+    Raises
+    ------
+    ValueError
+        The file is not a valid results file (the message names the file and the array).
+    """
     import zipfile
     from ..model.robotfiles import open_regular
     path = os.fspath(path)
@@ -255,7 +400,9 @@ def plain(text) -> str:
 
 
 def atomic_write(path: str, writer):
-    """writer(fh) into a temporary file beside `path`, then rename it over `path`. The file gets the mode
+    """Write a file atomically: writer(fh) into a temporary file, renamed over `path`.
+
+    writer(fh) into a temporary file beside `path`, then rename it over `path`. The file gets the mode
     open() would give it (0o666 less the umask), not mkstemp's 0o600."""
     from ..compiler.cache import current_umask
     if os.path.lexists(path) and not os.path.isfile(path):       # a folder, a device (/dev/null), a FIFO

@@ -26,6 +26,7 @@ from .result import Result
 @dataclass
 class Run:
     """The options of one simulate() call, as the family classes' steps receive them."""
+
     t_end: float
     dt: float
     integrator: Optional[str]
@@ -49,6 +50,7 @@ class Run:
 
     @property
     def h(self):
+        """The integrator's step dt / substeps [s]."""
         return self.dt / self.substeps
 
 
@@ -77,6 +79,26 @@ class System(Derivatives):
     recursive or dense with cut joints, or grcr.  Flexible beams: the rancf module, which holds the O(n) recursion
     ([HW eqs 44-55]) and the dense Cholesky solve of the same Omega and Gamma ([HW eq 41]) as a reference: algorithm
     'rancf' or 'dense' picks one (``set_algorithm``).  ``System(...)`` returns the class of the model's kind.
+
+    Parameters
+    ----------
+    model : Model or codegen.model.beams.BeamModel
+        The model.
+    algorithm : str, optional
+        The algorithm family (default recursive; see build).
+    cache_dir : str or os.PathLike, optional
+        The build cache folder.
+    progress : bool, optional
+        Show the progress of the build.
+    derivatives : bool, optional
+        Compile the derivative kernels too (otherwise built on first use).
+    **options
+        Options of the family (see build).
+
+    Raises
+    ------
+    BuildError
+        The algorithm cannot build this model, or the compilation failed.
     """
 
     kind = None                         # the runtime's name (Family.runtime; "loops": a tree with cut joints)
@@ -90,6 +112,7 @@ class System(Derivatives):
             System.KINDS[cls.kind] = cls
 
     def __new__(cls, model, algorithm: Optional[str] = None, *args, **kwargs):
+        """Create the runtime class of the model's kind (System itself picks it)."""
         if cls is System:
             cls = System.KINDS[runtime_kind(model, algorithm)]
         return super().__new__(cls)
@@ -119,7 +142,9 @@ class System(Derivatives):
         return algorithm, algorithm
 
     def _setup_options(self, options) -> dict:
-        """Take the family's run-time options (Family.run_options: they do not change the kernel) out of the
+        """Take the family's run-time options out of the build options, for _setup.
+
+        (Family.run_options: they do not change the kernel) out of the
         build options, for _setup."""
         return {k: options.pop(k, None) for k in self.family.run_options}
 
@@ -136,7 +161,13 @@ class System(Derivatives):
         """After update_model loaded new numbers."""
 
     def stable_step(self):
-        """The estimated largest stable rk4 step [s], or None where there is no estimate (rigid models)."""
+        """The estimated largest stable rk4 step [s], or None where there is no estimate (rigid models).
+
+        Returns
+        -------
+        float or None
+            The step [s], or None.
+        """
         return None
 
     def _choose_integrator(self, run: Run):
@@ -163,7 +194,9 @@ class System(Derivatives):
                                 f"simulate {self.model.name}", run.progress, other=other, work=run.work)
 
     def _finish_run(self, meta, run: Run, stats, fail):
-        """Family entries of a run's meta (stats: integrate_chunks'); returns the fail dict (in the family's
+        """Family entries of a run's meta; returns the fail dict.
+
+        Family entries of a run's meta (stats: integrate_chunks'); returns the fail dict (in the family's
         words)."""
         return fail
 
@@ -171,16 +204,50 @@ class System(Derivatives):
         raise NotImplementedError
 
     def applied_power(self, res, joint_forces_only: bool = False):
-        """Power [W] of the non-conservative applied forces at the samples of a result, None when it is not known
-        (a force hook); zeros where the model has none."""
+        """Power [W] of the non-conservative applied forces at the samples of a result.
+
+        Power [W] of the non-conservative applied forces at the samples of a result, None when it is not known
+        (a force hook); zeros where the model has none.
+
+        Parameters
+        ----------
+        res : Result
+            A result of this system.
+        joint_forces_only : bool, optional
+            Only the joint forces' part.
+
+        Returns
+        -------
+        numpy.ndarray or None
+            Power [W] at every sample, shape (nt,), or None when it is not known.
+        """
         return np.zeros(len(res.t))
 
     def conservative(self) -> bool:
-        """Whether the model has no non-conservative forces (dampers, joint forces, feedback)."""
+        """Whether the model has no non-conservative forces (dampers, joint forces, feedback).
+
+        Returns
+        -------
+        bool
+            True when the energy is conserved by the exact dynamics.
+        """
         return True
 
     def unstable_rk4_hint(self, h, stable):
-        """The hint of a run that diverged with rk4 at step h."""
+        """The hint of a run that diverged with rk4 at step h.
+
+        Parameters
+        ----------
+        h : float
+            The step [s] that diverged.
+        stable : float or None
+            The estimated stable rk4 step [s], if known.
+
+        Returns
+        -------
+        str
+            What to do instead.
+        """
         return (f"the step h = {h:g} s is too large for this model (stiff forces or fast motion): use a smaller "
                 "--dt or more --substeps, or --integrator dopri5")
 
@@ -191,7 +258,13 @@ class System(Derivatives):
 
     @property
     def integrators(self):
-        """The integrators this system's module compiles (e.g. ``("rk4", "dopri5")``; beams add ``"hht"``)."""
+        """The integrators this system's module compiles (e.g. ``("rk4", "dopri5")``; beams add ``"hht"``).
+
+        Returns
+        -------
+        tuple of str
+            The integrator names simulate() accepts.
+        """
         return self.family.integrators
 
     def _kernels(self):
@@ -199,7 +272,20 @@ class System(Derivatives):
         return list({id(k): k for k in (self.kernel, self._dkernel) if k is not None}.values())
 
     def update_model(self, model):
-        """Load new numbers (masses, placements, spring constants) of a model with the same topology."""
+        """Load new numbers (masses, placements, spring constants) of a model with the same topology.
+
+        Parameters
+        ----------
+        model : Model or codegen.model.beams.BeamModel
+            A model with the topology (and, for rigid trees, the code pattern) of the system's.
+
+        Raises
+        ------
+        ValueError
+            The topology or the compiled pattern differs: build a new System.
+        ModelError
+            The new numbers are invalid.
+        """
         if model.topology_key() != self.model.topology_key():
             raise ValueError("topology differs: build a new System for this model")
         plan = self.family.make_plan(model)
@@ -220,7 +306,15 @@ class System(Derivatives):
         return q, u
 
     def initial_state(self):
-        """The model's initial state ``(q0, u0)``: arrays of shape (nq,) and (nv,)."""
+        """The model's initial state ``(q0, u0)``: arrays of shape (nq,) and (nv,).
+
+        Returns
+        -------
+        q0 : numpy.ndarray, shape (nq,)
+            Initial coordinates [rad, m].
+        u0 : numpy.ndarray, shape (nv,)
+            Initial velocities [rad/s, m/s].
+        """
         return self.model.initial_state()
 
     # ---------------------------------------------------------------- simulation
@@ -271,6 +365,63 @@ class System(Derivatives):
 
         Energy: meta["energy"] = energy_balance() (relative error of E - E0 - W, W the work of dampers, joint
         forces and actuators); with check_energy = tol also meta["energy_check"] = {"tol", "value", "passed"}.
+
+        Parameters
+        ----------
+        t_end : float
+            End time [s].
+        dt : float
+            Sampling interval [s] (rk4: the step is dt / substeps).
+        integrator : str, optional
+            ``rk4``, ``dopri5`` or (beam models) ``hht``; default as above.
+        q0 : array_like, shape (nq,), optional
+            Initial coordinates [rad, m] (default: the model's).
+        u0 : array_like, shape (nv,), optional
+            Initial velocities [rad/s, m/s] (default: the model's).
+        rtol, atol : float, optional
+            dopri5's relative and absolute tolerances.
+        h_max : float, optional
+            dopri5's largest step [s].
+        substeps : int, optional
+            rk4 and hht steps per sample.
+        progress : bool, optional
+            Show a progress bar.
+        alpha : float, optional
+            HHT-alpha's numerical damping, in [-1/3, 0].
+        newton_tol : float, optional
+            HHT's Newton tolerance (relative increment).
+        max_newton : int, optional
+            HHT's Newton iterations per step.
+        check_energy : float, optional
+            Tolerance of the relative energy balance, recorded in meta["energy_check"].
+        keep_partial : bool, optional
+            Return the samples up to a divergence instead of raising.
+        joint_wrench : bool, optional
+            Record the joint wrenches [N, N m] at every sample.
+        baumgarte : float, optional
+            Closed loops: Baumgarte's b [1/s].
+        projection : bool, optional
+            Closed loops: project onto the constraint manifold after every step.
+        switching : str, optional
+            grcr: ``acs`` or ``gcl``.
+        ctrl : None, array_like or callable, optional
+            The actuators' controls (see above).
+        limits : bool, optional
+            Enforce the joint limits.
+
+        Returns
+        -------
+        Result
+            The samples t (nt,), q (nt, nq), u (nt, nv), body poses, energies [J] and the extras named above.
+
+        Raises
+        ------
+        ValueError
+            A bad option (integrator, alpha, substeps, tolerances, check_energy, ctrl).
+        SimulationDiverged
+            The run stopped being finite or its energy ran away (unless keep_partial).
+        ModelError
+            Closed loops: the start state does not close.
         """
         run = Run(t_end, dt, integrator, q0, u0, rtol, atol, h_max, substeps, progress, alpha, newton_tol,
                   max_newton, joint_wrench, baumgarte, projection, switching)
@@ -336,7 +487,9 @@ class System(Derivatives):
 
     @staticmethod
     def _with_work(res, run: Run, n: int):
-        """result.extra["work"]: the work [J] of the non-conservative forces from t = 0 at every sample (dampers,
+        """Record the work of the non-conservative forces in result.extra["work"].
+
+        result.extra["work"]: the work [J] of the non-conservative forces from t = 0 at every sample (dampers,
         joint forces, actuators, limits, friction, the tendons' dampers and limits, feedback, the force hook),
         integrated inside the compiled integrator with its own steps, so the energy balance measures the
         integrator, not the sampling."""
@@ -347,7 +500,36 @@ class System(Derivatives):
 
 def build(model, algorithm: Optional[str] = None, ref_point: Optional[str] = None, cache_dir=None,
           progress: bool = False, **options) -> System:
-    """Generate, compile (or reuse from the cache) and load the kernels for a model."""
+    """Generate, compile (or reuse from the cache) and load the kernels for a model.
+
+    Parameters
+    ----------
+    model : Model or codegen.model.beams.BeamModel
+        The model.
+    algorithm : str, optional
+        The algorithm family (``codegen.ALGORITHMS``): recursive (default), dense, mstmm, cfa, grcr; rancf or
+        dense for beam models.
+    ref_point : str, optional
+        Recursive family: the analysis reference point, ``centroid``, ``joint`` or ``origin``.
+    cache_dir : str or os.PathLike, optional
+        The build cache folder (default: the user's cache folder, or MBGEN_CACHE_DIR).
+    progress : bool, optional
+        Show the progress of code generation and compilation.
+    **options
+        Further options of the family (Family.options and run_options), e.g. ``derivatives=True``.
+
+    Returns
+    -------
+    System
+        The instance of the runtime class of the model's kind (TreeSystem, LoopSystem, GrcrSystem, BeamSystem).
+
+    Raises
+    ------
+    BuildError
+        The algorithm cannot build this model, an option is unknown, or the compilation failed.
+    ValueError
+        An option has a bad value.
+    """
     if ref_point is not None:
         options["ref_point"] = ref_point
     return System(model, algorithm, cache_dir=cache_dir, progress=progress, **options)

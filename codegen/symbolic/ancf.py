@@ -75,11 +75,13 @@ e = sp.ImmutableMatrix([sp.Symbol(n, real=True) for n in E_NAMES])
 # ------------------------------------------------------------------ element kinematics
 
 def nodal_coordinates() -> sp.Matrix:
+    """The nodal coordinates e of an ANCF beam element, [r_A; r'_A; r_B; r'_B]."""
     # Hu & Wang 2016, [HW eq 1] (order [r_A; r'_A; r_B; r'_B], the one used by [HW eqs 3, 4, 9, 12])
     return e
 
 
 def shape_functions() -> List[sp.Expr]:
+    """The cubic Hermite shape functions N1..N4 of xi = s / l."""
     # Hu & Wang 2016, [HW eq 3]: cubic Hermite functions of xi = s/l
     return [1 - 3 * xi**2 + 2 * xi**3,
             l * (xi - 2 * xi**2 + xi**3),
@@ -89,6 +91,7 @@ def shape_functions() -> List[sp.Expr]:
 
 @lru_cache(maxsize=None)
 def shape_matrix() -> sp.Matrix:
+    """The shape matrix S (2 x 8) with r = S e."""
     # Hu & Wang 2016, [HW eq 3]: S = [N1 I2, N2 I2, N3 I2, N4 I2]  (2 x 8), r = S e [HW eq 2]
     N = shape_functions()
     S = sp.zeros(2, 8)
@@ -99,6 +102,7 @@ def shape_matrix() -> sp.Matrix:
 
 
 def position() -> sp.Matrix:
+    """The position r(xi) = S e of a point of the element."""
     # Hu & Wang 2016, [HW eq 2]: r(xi) = S e
     return shape_matrix() * e
 
@@ -121,6 +125,7 @@ def d_ds(expr, n: int = 1):
 
 @lru_cache(maxsize=None)
 def mass_matrix() -> sp.Matrix:
+    """The element's consistent mass matrix M_E (8 x 8)."""
     # Hu & Wang 2016, [HW eq 4]: M_E = int_V rho S^T S dV = rho A l int_0^1 S^T S dxi
     S = shape_matrix()
     return sp.ImmutableMatrix((rho * A * l * (S.T * S).applyfunc(int01)).applyfunc(sp.factor))
@@ -129,6 +134,7 @@ def mass_matrix() -> sp.Matrix:
 # ------------------------------------------------------------------ chord frame and elastic energy
 
 def chord_frame() -> sp.Matrix:
+    """The rotation by the chord angle alpha (the element frame)."""
     # Hu & Wang 2016, [HW eq 5]: rotation by the chord angle alpha (element frame of Fig. 2)
     c, s = sp.cos(alpha), sp.sin(alpha)
     return sp.Matrix([[c, s], [-s, c]])
@@ -158,6 +164,7 @@ def total_derivative(expr, k: int):
 
 @lru_cache(maxsize=None)
 def deformation() -> sp.Matrix:
+    """The deformation u_s = (u_l, u_t) in the chord frame."""
     # Hu & Wang 2016, [HW eq 5]: u_s = [u_l, u_t] = R(alpha) (r - r_A) - [s, 0]
     r = position()
     r_A = r.subs(xi, 0)
@@ -166,6 +173,7 @@ def deformation() -> sp.Matrix:
 
 @lru_cache(maxsize=None)
 def strain_energy() -> sp.Expr:
+    """The element's strain energy U."""
     # Hu & Wang 2016, [HW eq 6]: U = 1/2 int_0^l [E A (u_l')^2 + E I (u_t'')^2] ds  ("Ea" of the text = E A);
     # u_t'' in the chord frame is the paper's (linearised) curvature.  ds = l dxi.
     u_l, u_t = deformation()
@@ -176,6 +184,7 @@ def strain_energy() -> sp.Expr:
 
 @lru_cache(maxsize=None)
 def elastic_force() -> sp.Matrix:
+    """The elastic force F_EK = dU/de (8 entries)."""
     # Hu & Wang 2016, [HW eq 7]: F_EK = dU/de (symbolic gradient, chain rule through alpha(e))
     U = strain_energy()
     return sp.ImmutableMatrix([total_derivative(U, k) for k in range(8)])
@@ -183,6 +192,7 @@ def elastic_force() -> sp.Matrix:
 
 @lru_cache(maxsize=None)
 def elastic_jacobian() -> sp.Matrix:
+    """The tangent stiffness K_T = dF_EK/de (8 x 8)."""
     # Hu & Wang 2016, [HW eq 7] differentiated once more: K_T = dF_EK/de (8 x 8, the Hessian of U)
     F = elastic_force()
     return sp.ImmutableMatrix(8, 8, lambda i, j: total_derivative(F[i], j))
@@ -190,6 +200,7 @@ def elastic_jacobian() -> sp.Matrix:
 
 @lru_cache(maxsize=None)
 def paper_matrices() -> Dict[str, sp.Matrix]:
+    """The auxiliary matrices A_ij, B_ij, A_i of the printed elastic force."""
     # Hu & Wang 2016, [HW eq 7] auxiliary matrices (defined only by reference [4] in the paper; reconstructed):
     # A_ij = E A int S_i'^T S_j' ds, B_ij = E I int S_i''^T S_j'' ds, A_i = E A int S_i' ds (1 x 8)
     S = shape_matrix()
@@ -209,6 +220,7 @@ def paper_matrices() -> Dict[str, sp.Matrix]:
 
 @lru_cache(maxsize=None)
 def elastic_force_eq7() -> sp.Matrix:
+    """The elastic force in the paper's printed form, for comparison with elastic_force()."""
     # Hu & Wang 2016, [HW eq 7] as printed (reconstructed where garbled: "+T(A22+B11)e" -> "+e^T(A22+B11)e")
     P = paper_matrices()
     c, s = sp.cos(alpha), sp.sin(alpha)
@@ -227,6 +239,7 @@ def elastic_force_eq7() -> sp.Matrix:
 # ------------------------------------------------------------------ applied forces
 
 def external_force(F=None, xi_F=None) -> sp.Matrix:
+    """The generalized force F_E = S^T F of a force F applied at xi_F."""
     # Hu & Wang 2016, [HW eq 8]: F_E = S^T F for a force F applied at xi_F (virtual work F . S de)
     F = sp.Matrix(sp.symbols("F_x F_y", real=True)) if F is None else sp.Matrix(F)
     xi_F = sp.Symbol("xi_F", real=True) if xi_F is None else xi_F
@@ -235,6 +248,7 @@ def external_force(F=None, xi_F=None) -> sp.Matrix:
 
 @lru_cache(maxsize=None)
 def gravity_force() -> sp.Matrix:
+    """The generalized gravity force F_EG of the element."""
     # Hu & Wang 2016, [HW eq 9]: F_EG = int_0^l rho A S^T g ds for g = (g_x, g_y); [HW eq 9] is g_x = 0, g_y = g
     S = shape_matrix()
     g = sp.Matrix([gx, gy])

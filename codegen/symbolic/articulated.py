@@ -67,6 +67,7 @@ def unpack(x) -> "list":
 
 
 def block(A, B, C, D):
+    """The 2 x 2 block matrix [[A, B], [C, D]]."""
     return sp.Matrix.vstack(sp.Matrix.hstack(A, B), sp.Matrix.hstack(C, D))
 
 
@@ -78,6 +79,8 @@ def B1_matrix(dl: sp.Matrix) -> sp.Matrix:
 # ---------------------------------------------------------------------------------------------- kernel type
 @dataclass(frozen=True)
 class Arg:
+    """One argument of a generated kernel: name, size, direction."""
+
     name: str
     size: int          # entries read or written (1 for a scalar)
     mode: str          # in | out | inout
@@ -87,6 +90,7 @@ class Arg:
 @dataclass
 class Kernel:
     """One straight-line helper: named locals (lets), then outputs ``target op= expr``."""
+
     name: str
     equation: str                                   # "[KY eq 29]" ...
     doc: str
@@ -98,11 +102,13 @@ class Kernel:
 
     # ----------------------------------------------------------------- building
     def let(self, name: str, expr) -> sp.Symbol:
+        """Bind `expr` to a local named `name`; returns its symbol."""
         s = sp.Symbol(name)
         self.lets.append((s, sp.sympify(expr)))
         return s
 
     def lets_vec(self, name: str, exprs) -> sp.Matrix:
+        """Bind each of `exprs` to a local name{k}; returns their symbols."""
         return sp.Matrix([self.let(f"{name}{k}", e) for k, e in enumerate(exprs)])
 
     def out(self, array: str, exprs, op: str = "=", skip_zero: bool = None):
@@ -116,9 +122,11 @@ class Kernel:
 
     # ----------------------------------------------------------------- meaning
     def inputs(self) -> List[Arg]:
+        """The arguments the kernel reads."""
         return [a for a in self.args if a.mode in ("in", "inout")]
 
     def input_symbols(self, a: Arg) -> List[sp.Symbol]:
+        """The symbols of argument `a`."""
         return [sp.Symbol(a.name)] if a.scalar else list(arr(a.name, a.size))
 
     def resolved(self) -> List[Tuple[str, int, str, sp.Basic]]:
@@ -129,7 +137,9 @@ class Kernel:
         return [(a, k, op, e.xreplace(env)) for a, k, op, e in self.outs]
 
     def evaluate(self, **values) -> Dict[str, "object"]:
-        """Numeric evaluation with sympy.lambdify: inputs by argument name (scalars or sequences);
+        """Numeric evaluation with sympy.lambdify.
+
+        Inputs by argument name (scalars or sequences);
         returns every output/inout array after the kernel ran (outputs start at zero)."""
         import numpy as np
         syms, vals = [], []
@@ -154,16 +164,20 @@ class Kernel:
 
     # ----------------------------------------------------------------- C text
     def params(self) -> str:
+        """The kernel's C parameter list."""
         return ", ".join(f"double {a.name}" if a.scalar else
                          f"{'const ' if a.mode == 'in' else ''}double* {a.name}" for a in self.args)
 
     @property
     def lines(self) -> List[str]:
+        """The kernel's Cython lines."""
         return kernel_lines(self)
 
 
 def kernel_lines(k: Kernel) -> List[str]:
-    """Cython body: CSE over the locals and outputs together; temporaries are declared just before their
+    """The Cython body of a kernel.
+
+    CSE over the locals and outputs together; temporaries are declared just before their
     first use; every read of an array the kernel writes happens before the first write."""
     p = _printer()
     exprs = [e for _, e in k.lets] + [e for *_, e in k.outs]
@@ -215,6 +229,7 @@ def _ref(ref: str):
 
 
 def B2_column(ref: str) -> Kernel:
+    """The kernel of one column of the velocity transformation B_j2."""
     _ref(ref)
     k = Kernel("B2_column", "[KY eqs 25, 33]",
                "One column of the velocity transformation B_j2 = [B^v - e~ B^w ; B^w], e = P - r_j "
@@ -228,6 +243,7 @@ def B2_column(ref: str) -> Kernel:
 
 
 def D_term(ref: str) -> Kernel:
+    """The kernel of the velocity-product term D_j."""
     _ref(ref)
     k = Kernel("D_term", "[KY eqs 27, 35]",
                "Velocity-product term D_j of Ydot_j = B1 Ydot_i + B2 qdd_j + D_j: angular w_i x w_ij + "
@@ -249,6 +265,7 @@ def D_term(ref: str) -> Kernel:
 
 
 def body_at_P(ref: str) -> Kernel:
+    """The kernel that adds a body's own inertia at P."""
     _ref(ref)
     k = Kernel("body_at_P", "[KY eqs 3, 8, 36]",
                "Own body at P, added to the children's M (packed upper) and Q: M += T^T M^c T = "
@@ -333,6 +350,7 @@ def joint_projection(n: int) -> Kernel:
 
 
 def articulated_update(n: int) -> Kernel:
+    """The kernel of the articulated update for n joint columns."""
     k = Kernel(f"articulated_update_{n}", "[KY eq 29]",
                f"Articulated M - M_j21^T M22^-1 M_j21 = M - U K and Q' - M_j21^T M22^-1 Q2 = Q' - U k0 for "
                f"{n} joint columns (U: 6 x {n} column major, K = M22^-1 U^T: {n} x 6 row major).",
@@ -345,6 +363,7 @@ def articulated_update(n: int) -> Kernel:
 
 
 def shift_to_parent(ref: str) -> Kernel:
+    """The kernel that adds a body's articulated inertia and force to its parent."""
     _ref(ref)
     k = Kernel("shift_to_parent", "[KY eqs 25, 29, 33]",
                "Add the articulated M (packed upper) and Q' of body j to its parent: Mp += B1^T M B1, "
@@ -364,6 +383,7 @@ def shift_to_parent(ref: str) -> Kernel:
 
 
 def joint_acceleration(ref: str, n: int) -> Kernel:
+    """The kernel of pass 3: joint accelerations for n joint columns."""
     _ref(ref)
     k = Kernel(f"joint_acceleration_{n}", "[KY eqs 26, 30, 34]",
                "Pass 3: Y1 = B1 Ydot_i = (a_i + alpha_i x dl ; alpha_i), dl = P_j - P_i (origin: Y1 = Ydot_i), "
@@ -404,6 +424,8 @@ def _kernel(name: str, ref, n) -> Kernel:
 
 @dataclass(frozen=True)
 class KernelCode:
+    """A printed kernel: name, equation, description, parameters and lines."""
+
     name: str
     equation: str
     doc: str
@@ -412,6 +434,7 @@ class KernelCode:
 
 
 def kernel_code(name: str, ref: str = "origin", n: int = 1) -> KernelCode:
+    """The printed kernel `name` at reference point `ref` with `n` joint columns."""
     uses = _USES[name]
     return _kernel_code(name, ref if "r" in uses else None, n if "n" in uses else None)
 

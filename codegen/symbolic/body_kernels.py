@@ -63,6 +63,7 @@ def _lets_mat(k: Kernel, name: str, M: sp.Matrix) -> sp.Matrix:
 
 
 def kin_kernel(p: Pattern) -> Kernel:
+    """The kinematics kernel of a body pattern."""
     jm = joint_model(p.type)
     args = [] if p.root else [Arg("Ai", 9, "in"), Arg("ri", 3, "in"), Arg("wi", 3, "in"), Arg("vri", 3, "in")]
     args += [Arg("q", max(jm.nq, 1), "in"), Arg("u", max(jm.nv, 1), "in"), Arg("pb", PB.rho.end, "in"),
@@ -118,6 +119,7 @@ def _inertia_times(x: sp.Matrix) -> sp.Matrix:
 
 
 def rnea_kernel(p: Pattern) -> Kernel:
+    """The forward pass kernel of the recursive Newton-Euler algorithm of a body pattern."""
     jm = joint_model(p.type)
     args = [Arg("g", 3, "in")] if p.root else [Arg("Vi", 6, "in"), Arg("Ai", 6, "in")]
     args += [Arg("q", max(jm.nq, 1), "in"), Arg("u", max(jm.nv, 1), "in"), Arg("ud", max(jm.nv, 1), "in"),
@@ -154,6 +156,7 @@ def rnea_kernel(p: Pattern) -> Kernel:
 
 
 def rnea_back_kernel(p: Pattern) -> Kernel:
+    """The backward pass kernel of the recursive Newton-Euler algorithm of a body pattern."""
     jm = joint_model(p.type)
     args = [Arg("q", max(jm.nq, 1), "in"), Arg("F", 6, "in"), Arg("X", 12, "in"), Arg("tau", max(jm.nv, 1), "out")]
     if not p.root:
@@ -177,6 +180,7 @@ def rnea_back_kernel(p: Pattern) -> Kernel:
 
 
 def pose_kernel(p: Pattern) -> Kernel:
+    """The kernel of the parent -> child transform of a body pattern."""
     jm = joint_model(p.type)
     k = _K(f"pose_{p.name}", "[RBDA eq 2.24]",
                f"Parent -> child transform of a {p.type} body: E = (C R)^T, rr = s + C d.",

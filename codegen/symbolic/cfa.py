@@ -74,7 +74,9 @@ def projection_matrices(jtype: str):
 
 
 def orthogonality(jtype: str):
-    """The four products stated below [LHZ eq 1], simplified: (H^T H - U, W^T W - U, W^T H, H^T W).
+    """The four orthogonality products stated below [LHZ eq 1], simplified.
+
+    (H^T H - U, W^T W - U, W^T H, H^T W).
     Quaternion joints: exact for a unit quaternion (checked numerically in the tests)."""
     H, W = projection_matrices(jtype)
     return (sp.simplify(H.T * H - sp.eye(H.shape[1])), sp.simplify(W.T * W - sp.eye(W.shape[1])),

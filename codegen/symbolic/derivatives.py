@@ -1,4 +1,6 @@
-"""Analytical derivatives of rigid-tree dynamics: the world-frame recursions of Carpentier & Mansard (2018),
+"""Analytical derivatives of rigid-tree dynamics (Carpentier & Mansard 2018).
+
+Analytical derivatives of rigid-tree dynamics: the world-frame recursions of Carpentier & Mansard (2018),
 "Analytical derivatives of rigid body dynamics algorithms" (RSS), as sympy kernels printed as Cython.
 
 Citation key ``[CM]``: [CM eq 9] the world-frame Newton-Euler terms, [CM eqs 10-12] the partial derivatives of
@@ -65,6 +67,7 @@ def group_ends(jtype: str) -> Tuple[int, ...]:
 
 
 def group_starts(jtype: str) -> Tuple[int, ...]:
+    """For each velocity coordinate of a joint type, the start of its column group."""
     return tuple(a for a, b in GROUPS[jtype] for _ in range(a, b))
 
 
@@ -99,6 +102,7 @@ def _Kr(name, equation, doc, args) -> Kernel:
 
 
 def dworld() -> Kernel:
+    """The kernel of a body's world pose and inertia."""
     k = _Kr("dworld", "[CM eq 9]",
             "World pose and inertia of body j from its parent's pose (Ai, pi) and the local transform X = (E, rr) "
             "(E = (C R)^T, rr in parent coordinates): A = Ai E^T, p = pi + Ai rr, Y about the world origin from "
@@ -125,6 +129,7 @@ def dworld() -> Kernel:
 
 
 def dcolumn() -> Kernel:
+    """The kernel of a world joint column."""
     k = _Kr("dcolumn", "[CM eq 9]",
             "World joint column about the origin of a child-frame column Sc = (s_v; s_w) of body (A, p): "
             "S = (A s_v + p x A s_w ; A s_w).",
@@ -137,6 +142,7 @@ def dcolumn() -> Kernel:
 
 
 def dcol_terms() -> Kernel:
+    """The kernel of the velocity partials of a column."""
     k = _Kr("dcol_terms", "[CM eqs 10-11]",
             "Velocity partials of the frames after DOF d with respect to q_d and u_d (vb: velocity of the frame "
             "before d's group; va: after it): dVq = vb x S, dAv = (vb + va) x S.",
@@ -148,6 +154,7 @@ def dcol_terms() -> Kernel:
 
 
 def dacc_term() -> Kernel:
+    """The kernel of the acceleration partial of a column."""
     k = _Kr("dacc_term", "[CM eq 12]",
             "Acceleration partial of the frames after DOF d with respect to q_d (ab: acceleration of the frame before "
             "d's group, gravity and ud in it): dAq = ab x S + vb x dVq.",
@@ -157,6 +164,7 @@ def dacc_term() -> Kernel:
 
 
 def dvelocity() -> Kernel:
+    """The kernel of a body's velocity terms."""
     k = _Kr("dvelocity", "[CM eq 13]",
             "Velocity terms of body j in the world frame: h = Y v and the inertia variation B (6x6, row major): "
             "B x = Y (x x v) + v x* (Y x) + x x* h.",
@@ -171,6 +179,7 @@ def dvelocity() -> Kernel:
 
 
 def dforce() -> Kernel:
+    """The kernel of a body's Newton-Euler force."""
     k = _Kr("dforce", "[CM eq 9]", "Newton-Euler force of body j in the world frame: f = Y a + v x* (Y v), a with "
             "gravity (the base accelerates at -g).",
             (Arg("Y", NY, "in"), Arg("v", 6, "in"), Arg("a", 6, "in"), Arg("f", 6, "out")))
@@ -181,6 +190,7 @@ def dforce() -> Kernel:
 
 
 def dinertia() -> Kernel:
+    """The kernel of a body's 6 x 6 inertia matrix."""
     k = _Kr("dinertia", "[RBDA 7.3]", "The 6x6 matrix (row major) of the 10 inertia numbers Y: the articulated "
             "inertia of a body before its children are added (Featherstone's ABA in world coordinates).",
             (Arg("Y", NY, "in"), Arg("I", 36, "out")))
@@ -190,6 +200,7 @@ def dinertia() -> Kernel:
 
 
 def dforce_col() -> Kernel:
+    """The kernel of the composite partials of a column."""
     k = _Kr("dforce_col", "[CM Alg. 1]",
             "Composite partials of DOF d at its body's composite (Yc, Bc, fc): dFq = S x* fc + Yc dAq + Bc dVq, "
             "dFv = Yc dAv + Bc S, dFa = Yc S, and the row factor BtS = Bc^T S.",
@@ -206,6 +217,7 @@ def dforce_col() -> Kernel:
 
 
 def mcross_kernel() -> Kernel:
+    """The kernel of the motion cross product."""
     k = _Kr("mcross", "[CM eq 10]", "Motion cross product c = a x b (linear; angular).",
             (Arg("a", 6, "in"), Arg("b", 6, "in"), Arg("c", 6, "out")))
     k.out("c", list(mcross(arr("a", 6), arr("b", 6))))
@@ -226,7 +238,9 @@ def derivative_kernels() -> Tuple[KernelCode, ...]:
 
 # ---------------------------------------------------------------------------------------------- mbgen inspect
 def elements(jtype: str) -> Dict[str, sp.Basic]:
-    """The symbolic building blocks of the derivatives for one joint type: its child-frame columns S_c, the
+    """The symbolic building blocks of the derivatives for one joint type.
+
+    Its child-frame columns S_c, the
     groups of columns fixed in one frame, and the column terms dV/dq, dA/dq, dA/du [CM eqs 10-12] of its first
     column with symbolic frame velocity vb, acceleration ab."""
     jm = joint_model(jtype)

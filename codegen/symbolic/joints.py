@@ -26,19 +26,23 @@ from ..model import JOINT_TYPES
 
 
 def skew(v):
+    """The skew-symmetric matrix of a 3-vector."""
     return sp.Matrix([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
 
 
 def vee(S):
+    """The 3-vector of a skew-symmetric matrix."""
     return sp.Matrix([S[2, 1], S[0, 2], S[1, 0]])
 
 
 def Rz(t):
+    """The rotation about z by t."""
     c, s = sp.cos(t), sp.sin(t)
     return sp.Matrix([[c, -s, 0], [s, c, 0], [0, 0, 1]])
 
 
 def Rx(t):
+    """The rotation about x by t."""
     c, s = sp.cos(t), sp.sin(t)
     return sp.Matrix([[1, 0, 0], [0, c, -s], [0, s, c]])
 
@@ -62,6 +66,8 @@ def quat_rate(w, x, y, z, wx, wy, wz):
 
 @dataclass(frozen=True)
 class JointModel:
+    """The sympy model of one joint type: coordinates, rotation, offset and velocity maps."""
+
     type: str
     q: Tuple[sp.Symbol, ...]
     u: Tuple[sp.Symbol, ...]
@@ -79,13 +85,16 @@ class JointModel:
 
     @property
     def nq(self):
+        """The number of coordinates."""
         return len(self.q)
 
     @property
     def nv(self):
+        """The number of velocity coordinates."""
         return len(self.u)
 
     def elements(self) -> Dict[str, sp.Basic]:
+        """The joint's symbolic elements by name."""
         return {"q": sp.Matrix(self.q), "u": sp.Matrix(self.u), "R": self.R, "d": self.d, "qdot": self.qdot,
                 "S_w": self.S_w, "S_v": self.S_v, "c_w": self.c_w, "c_v": self.c_v,
                 "H": self.H, "W": self.W, "S_c": self.S_c, "c_J": self.c_J}
@@ -138,7 +147,9 @@ KINEMATICS: Dict[str, Callable[[tuple], Tuple[sp.Matrix, sp.Matrix]]] = {
 
 
 def _qdot(jt, q, u) -> sp.Matrix:
-    """qdot = G(q) u: the velocities themselves, except a unit quaternion's rate from the body rate at the same
+    """qdot = G(q) u of a joint.
+
+    The velocities themselves, except a unit quaternion's rate from the body rate at the same
     offset (JointType.quaternion)."""
     if not jt.nv:
         return sp.zeros(0, 1)

@@ -1,4 +1,6 @@
-"""Memory layouts of the generated kernels, defined once: a layout names every block of a flat array (the parameter
+"""Memory layouts of the generated kernels, defined once.
+
+A layout names every block of a flat array (the parameter
 vector p, a kernel's workspace) with its size and offset.  The plan fills the arrays by these names, the numpy
 references read them by these names, the templates render them as compile-time constants (the macro
 ``layout_enum`` of templates/shared/layout.j2: ``cdef enum`` entries PREFIX_<block> = offset, PREFIX_SIZE =
@@ -16,21 +18,26 @@ from typing import Dict, Iterator, Tuple
 @dataclass(frozen=True)
 class Block:
     """One named block: ``size`` numbers from ``off`` on."""
+
     name: str
     off: int
     size: int
 
     @property
     def end(self) -> int:
+        """The offset just past the block."""
         return self.off + self.size
 
     @property
     def slice(self) -> slice:
+        """The block's slice of the array."""
         return slice(self.off, self.end)
 
 
 class Layout:
-    """Blocks laid end to end in the order given: ``Layout(("S", 36), ("e", 6))``; ``layout.e.off`` is 36,
+    """Blocks laid end to end in the order given.
+
+    ``Layout(("S", 36), ("e", 6))``; ``layout.e.off`` is 36,
     ``layout.size`` the total.  ``base`` shifts every offset (blocks that follow other data in the same array)."""
 
     def __init__(self, *items: Tuple[str, int], base: int = 0):

@@ -1,4 +1,6 @@
-"""The rows of every cut joint type (Kang & Yoon, seed 002, Tables 1-4; ``codegen.symbolic.loops`` derives them):
+"""The rows of every cut joint type as plain data, without sympy.
+
+The rows of every cut joint type (Kang & Yoon, seed 002, Tables 1-4; ``codegen.symbolic.loops`` derives them):
 plain data, without sympy, so that the recursive family's plan - which a cached build still makes - does not
 import sympy (start-up time of a cached model)."""
 from __future__ import annotations
@@ -19,7 +21,9 @@ ROWS: Dict[str, Tuple[Tuple[str, int, int], ...]] = {
 
 
 def planar_rows(jtype: str, normal_axis: int) -> Tuple[Tuple[str, int, int], ...]:
-    """Rows of a cut joint whose loop moves in the plane normal to its frame axis ``normal_axis``: the tree
+    """Rows of a cut joint whose loop moves in the plane normal to ``normal_axis``.
+
+    The tree
     satisfies the rows along the normal identically (d2 along it; d1 with it on either side), so they are
     dropped (a revolute or spherical cut keeps 2 rows, prismatic 2, fixed 3)."""
     return tuple(r for r in ROWS[jtype] if not (r[1] == normal_axis or r[2] == normal_axis))

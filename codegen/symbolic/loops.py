@@ -50,7 +50,9 @@ def _acc_vec(s, a):
 
 
 def derive(kind: str, ref: str = "origin"):
-    """(J_i (1x6), J_j (1x6), gamma, Phi) of one basic constraint, symbolic, at the reference point ``ref``.
+    """One basic constraint, symbolic: (J_i, J_j, gamma, Phi).
+
+    (J_i (1x6), J_j (1x6), gamma, Phi) of one basic constraint, symbolic, at the reference point ``ref``.
     Side i vectors: ai (d1, d2); side j: aj (d1)."""
     i, j = _side("i", ref), _side("j", ref)
     ai, aj = _vec("ai"), _vec("aj")
@@ -77,7 +79,9 @@ def derive(kind: str, ref: str = "origin"):
 
 
 def table(ref: str = "origin") -> List[Tuple[str, sp.Matrix, sp.Matrix, sp.Matrix]]:
-    """Tables 1-2 (ref = centroid: p - P = s) and 3-4 (ref = origin): (name, J_i, J_j, gamma) per constraint,
+    """Kang & Yoon's Tables 1-2 and 3-4: (name, J_i, J_j, gamma) per constraint.
+
+    Tables 1-2 (ref = centroid: p - P = s) and 3-4 (ref = origin): (name, J_i, J_j, gamma) per constraint,
     with s_i = p_i - P_i written out."""
     out = []
     for kind in ("d1", "d2", "s", "ss"):
@@ -87,7 +91,9 @@ def table(ref: str = "origin") -> List[Tuple[str, sp.Matrix, sp.Matrix, sp.Matri
 
 
 def elements(ref: str = "origin") -> dict:
-    """For ``mbgen inspect loops-REF``: Phi, J_i, J_j, gamma of every basic constraint at reference point ref
+    """The elements of ``mbgen inspect loops-REF``.
+
+    For ``mbgen inspect loops-REF``: Phi, J_i, J_j, gamma of every basic constraint at reference point ref
     (centroid: Tables 1-2, origin: Tables 3-4), then the rows of every cut joint type."""
     out = {}
     for kind in ("d1", "d2", "s", "ss"):
@@ -131,6 +137,7 @@ def row_kernel_obj(kind: str, ref: str) -> Kernel:
 
 @lru_cache(maxsize=None)
 def row_kernel(kind: str, ref: str) -> KernelCode:
+    """The printed row kernel of a basic constraint of `kind` at reference point `ref`."""
     k = row_kernel_obj(kind, ref)
     return KernelCode(k.name, k.equation, k.doc, k.params(), tuple(k.lines))
 
@@ -138,7 +145,9 @@ def row_kernel(kind: str, ref: str) -> KernelCode:
 # ---------------------------------------------------------------- couplings (codegen.model.couplings)
 
 def derive_coupling():
-    """(Phi, Phi', dPhi'/dV2 coefficient p'(L2), gamma) of a coupling L1 = p(L2), p = c0 + c1 L2 + ... + c4 L2^4,
+    """A coupling L1 = p(L2), symbolic: (Phi, Phi', p'(L2), gamma).
+
+    (Phi, Phi', dPhi'/dV2 coefficient p'(L2), gamma) of a coupling L1 = p(L2), p = c0 + c1 L2 + ... + c4 L2^4,
     L1, L2 linear in q (velocities V1, V2): Phi = L1 - p(L2), Phi' = V1 - p'(L2) V2, and Phi'' = J udot - gamma with
     J = a - p'(L2) b (a, b the coordinates' coefficients of L1, L2), gamma = p''(L2) V2^2."""
     L1, L2, V1, V2, t = sp.symbols("L1 L2 V1 V2 t")
@@ -177,5 +186,6 @@ def coupling_kernel_obj() -> Kernel:
 
 @lru_cache(maxsize=None)
 def coupling_kernel() -> KernelCode:
+    """The printed kernel of a coupling's row."""
     k = coupling_kernel_obj()
     return KernelCode(k.name, k.equation, k.doc, k.params(), tuple(k.lines))

@@ -98,11 +98,13 @@ STATE_NAMES: Tuple[str, ...] = (
 
 
 def state_vector(tag: str = "") -> sp.Matrix:
+    """The symbolic state vector z, its last entry 1."""
     # Rui et al. 2020, [RBW eq 1]: symbolic state vector, last entry the number 1
     return sp.Matrix([sp.Symbol(n + tag, real=True) for n in STATE_NAMES[:-1]] + [1])
 
 
 def extended_state_names(L: int) -> Tuple[str, ...]:
+    """The names of the extended state of a body with L inputs."""
     # Rui et al. 2020, [RBW eq 6] (reconstructed, see module notes): [r'', Omega', m_I1, q_I1, ..., m_IL, q_IL, 1]
     names = list(STATE_NAMES[:6])
     for k in range(1, L + 1):
@@ -121,6 +123,7 @@ class Layout:
     rsel, wsel, msel, qsel: which of the x, y, z components each block keeps (all three spatially;
     planar: r'' -> x, y;  Omega' -> z;  m -> z;  q -> x, y, [RBW eq 35]).
     """
+
     r: Tuple[int, ...]
     w: Tuple[int, ...]
     m: Tuple[Tuple[int, ...], ...]
@@ -169,6 +172,7 @@ PLANAR_NAMES: Tuple[str, ...] = tuple(STATE_NAMES[i] for i in PLANAR_INDEX)
 
 
 def planar_index(L: int = 1) -> Tuple[int, ...]:
+    """The indices of the planar entries of the extended state."""
     # Rui et al. 2020, [RBW eq 35] applied to the extended state (6): keep x, y, Omega_z and every (m_z, q_x, q_y)
     full, pl = layout(L, False), []
     pl += [full.r[0], full.r[1], full.w[2]]
@@ -178,6 +182,7 @@ def planar_index(L: int = 1) -> Tuple[int, ...]:
 
 
 def planar_reduce(M: sp.Matrix, L_rows: int = 1, L_cols: int = 1) -> sp.Matrix:
+    """The planar reduction of a transfer matrix."""
     # Rui et al. 2020, [RBW eq 35]: keep rows/cols 1, 2, 6, 9, 10, 11, 13 (1-based) of a transfer matrix
     return M.extract(list(planar_index(L_rows)), list(planar_index(L_cols)))
 
@@ -191,6 +196,7 @@ def tilde(v) -> sp.Matrix:
 
 
 def E_blocks(m, r_IC, r_IO, Omega_I, A_I, J_I, f_C, m_C) -> "OrderedDict[str, sp.Matrix]":
+    """The blocks E1..E9 of a body's transfer matrix U_i."""
     # Rui et al. 2020, [RBW eq 5]: the blocks E1..E9 of U_i.
     #   m: mass; r_IC, r_IO: input point -> mass centre / output point (inertial frame);
     #   Omega_I: absolute angular velocity (inertial frame); A_I: body-fixed frame I xi eta zeta -> oxyz;
@@ -213,16 +219,19 @@ def E_blocks(m, r_IC, r_IO, Omega_I, A_I, J_I, f_C, m_C) -> "OrderedDict[str, sp
 
 
 def U_body(E) -> sp.Matrix:
+    """The transfer matrix U_i (13 x 13) of a body with one input."""
     # Rui et al. 2020, [RBW eq 4]: z_{i,O} = U_i z_{i,I} [RBW eq 3], 13 x 13
     return U_body_multi(E, [])
 
 
 def E_Ij(r_I1Ij) -> sp.Matrix:
+    """The block E_Ij of a body with several inputs."""
     # Rui et al. 2020, [RBW eq 9]: E_{Ij} = -r~_{I1 Ij}
     return -tilde(r_I1Ij)
 
 
 def U_body_multi(E, r_I1Ik: Sequence) -> sp.Matrix:
+    """The transfer matrix of a body with several inputs."""
     # Rui et al. 2020, [RBW eqs 7-8] ([RBW eq 8] reconstructed, see module notes): z_{i,O} = U_{i,I1-IL} z_{i,I1-IL};
     # r_I1Ik = [r_{I1 I2}, ..., r_{I1 IL}] (empty list: the SISO matrix of [RBW eq 4]).
     L = len(r_I1Ik) + 1
@@ -255,6 +264,7 @@ def U_body_multi(E, r_I1Ik: Sequence) -> sp.Matrix:
 
 
 def u3_blocks(U: sp.Matrix, rows: Layout = SPATIAL, cols: Layout = SPATIAL) -> Dict[int, sp.Matrix]:
+    """The blocks of the moment row of an outboard body matrix."""
     # Rui et al. 2020, text after [RBW eq 10] and [RBW eqs 12-13]: the blocks u_{3,1}, u_{3,2}, ... of the third
     # block row (the moment row) of an outboard body matrix: u_{3,1} <- r'', u_{3,2} <- Omega',
     # u_{3,2k+1} <- m_Ik, u_{3,2k+2} <- q_Ik, u_{3,2L+3} <- "1".
@@ -270,6 +280,7 @@ def u3_blocks(U: sp.Matrix, rows: Layout = SPATIAL, cols: Layout = SPATIAL) -> D
 # ================================================================== hinges [RBW eq 10]
 
 def U_ball_hinge(u: Dict[int, sp.Matrix], lay: Layout = SPATIAL) -> sp.Matrix:
+    """The transfer matrix of a smooth ball-and-socket hinge."""
     # Rui et al. 2020, [RBW eq 10]: smooth ball-and-socket hinge; u = u3_blocks(U of the OUTBOARD body).
     # r'', m, q pass unchanged; Omega'_O = -u32^{-1}(u31 r'' + u33 m + u34 q + u35), i.e. the moment
     # row of the outboard body set to zero (m = 0 at the outboard body's output).
@@ -287,12 +298,14 @@ def U_ball_hinge(u: Dict[int, sp.Matrix], lay: Layout = SPATIAL) -> sp.Matrix:
 
 
 def U_revolute_planar(u: Dict[int, sp.Matrix]) -> sp.Matrix:
+    """The transfer matrix of a smooth planar revolute hinge."""
     # Rui et al. 2020, [RBW eq 10] in the reduced form of [RBW eq 35] (used as [RBW eq 44] for hinge 4): a smooth planar
     # revolute hinge (axis z); u = u3_blocks(planar_reduce(U of the outboard body), PLANAR, PLANAR)
     return U_ball_hinge(u, PLANAR)
 
 
 def U_fixed_hinge(lay: Layout = SPATIAL) -> sp.Matrix:
+    """The transfer matrix of a fixed hinge: the identity."""
     # Rui et al. 2020, [RBW eqs 1-3] (state continuity): a fixed (welded) hinge of zero size transfers the
     # whole state unchanged, z_O = z_I, U = identity.
     return sp.eye(lay.n)
@@ -301,6 +314,7 @@ def U_fixed_hinge(lay: Layout = SPATIAL) -> sp.Matrix:
 # ================================================================== multi-hinge subsystem [RBW eqs 11-17]
 
 def Uhat_I1(u: Dict[int, sp.Matrix], L: int, planar: bool = False) -> sp.Matrix:
+    """The block Uhat_{j,I1} of a multi-input hinge."""
     # Rui et al. 2020, [RBW eq 12]: Uhat_{j,I1} ((2L+3) x 5 blocks); u from u3_blocks of the MISO body [RBW eq 8]
     ext, std = layout(L, planar), layout(1, planar)
     U = sp.zeros(ext.n, std.n)
@@ -317,6 +331,7 @@ def Uhat_I1(u: Dict[int, sp.Matrix], L: int, planar: bool = False) -> sp.Matrix:
 
 
 def Uhat_Ik(u: Dict[int, sp.Matrix], L: int, k: int, planar: bool = False) -> sp.Matrix:
+    """The block Uhat_{j,Ik} (k = 2..L) of a multi-input hinge."""
     # Rui et al. 2020, [RBW eq 13] (k = 2..L): m_Ik, q_Ik go to blocks 2k+1, 2k+2 of z_{j,O} and into
     # Omega'_O through -u32^{-1} u_{3,2k+1}, -u32^{-1} u_{3,2k+2}; the "1" entry is 0.
     assert 2 <= k <= L
@@ -334,26 +349,31 @@ def Uhat_Ik(u: Dict[int, sp.Matrix], L: int, k: int, planar: bool = False) -> sp
 
 
 def multi_hinge_output(Uhats: Sequence[sp.Matrix], z_inputs: Sequence[sp.Matrix]) -> sp.Matrix:
+    """The output state of a multi-input hinge, the sum of Uhat_{j,Ik} z_{j,Ik}."""
     # Rui et al. 2020, [RBW eq 11]: z_{j,O} = sum_k Uhat_{j,Ik} z_{j,Ik}
     return sum((U * z for U, z in zip(Uhats, z_inputs)), sp.zeros(Uhats[0].rows, 1))
 
 
 def r_dd_Ik(r_dd_O1, Omegad_O1, Omega_O1, r_O1Ik) -> sp.Matrix:
+    """The acceleration r''_Ik of input point Ik."""
     # Rui et al. 2020, [RBW eq 14]: r''_Ik = r''_O1 - r~_{O1 Ik} Omega'_O1 + Omega~_O1 Omega~_O1 r_{O1 Ik}
     return sp.Matrix(r_dd_O1) + E1_Ik(r_O1Ik) * sp.Matrix(Omegad_O1) + E2_Ik(r_O1Ik, Omega_O1)
 
 
 def E1_Ik(r_O1Ik) -> sp.Matrix:
+    """The matrix E_{1,Ik}."""
     # Rui et al. 2020, [RBW eq 17]: E_{1,Ik} = -r~_{O1 Ik}
     return -tilde(r_O1Ik)
 
 
 def E2_Ik(r_O1Ik, Omega_O1) -> sp.Matrix:
+    """The vector E_{2,Ik}."""
     # Rui et al. 2020, [RBW eq 17]: E_{2,Ik} = Omega~_{O1} Omega~_{O1} r_{O1 Ik}
     return tilde(Omega_O1) * tilde(Omega_O1) * sp.Matrix(r_O1Ik)
 
 
 def H_rm(planar: bool = False) -> sp.Matrix:
+    """The matrix H_{r'',m} that extracts [r''; m] from a standard state."""
     # Rui et al. 2020, [RBW eq 16] (reconstructed): H_{r'',m} extracts [r''; m] from a standard state (1)
     std = layout(1, planar)
     rows = std.r + std.m[0]
@@ -364,6 +384,7 @@ def H_rm(planar: bool = False) -> sp.Matrix:
 
 
 def H_O1Ik(r_O1Ik, Omega_O1, L: int, k: int, planar: bool = False) -> sp.Matrix:
+    """The matrix H_{O1,Ik} of the geometric equation."""
     # Rui et al. 2020, [RBW eqs 14-17] ([RBW eq 16] reconstructed): H_{r'',m} z_{j,Ik} = H_{O1,Ik} z_{j,O} with
     # r''_Ik = r''_O1 + E_{1,Ik} Omega'_O1 + E_{2,Ik} [RBW eq 14] and m_{j,Ik} = 0 (zero moment rows).
     assert 2 <= k <= L
@@ -381,6 +402,7 @@ def H_O1Ik(r_O1Ik, Omega_O1, L: int, k: int, planar: bool = False) -> sp.Matrix:
 
 
 def geometric_equation(z_jIk, z_jO, r_O1Ik, Omega_O1, L: int, k: int, planar: bool = False) -> sp.Matrix:
+    """The geometric equation as a residual (zero when it holds)."""
     # Rui et al. 2020, [RBW eq 15] as a residual: H_{r'',m} z_{j,Ik} - H_{O1,Ik} z_{j,O}  (= 0)
     return H_rm(planar) * sp.Matrix(z_jIk) - H_O1Ik(r_O1Ik, Omega_O1, L, k, planar) * sp.Matrix(z_jO)
 
@@ -401,6 +423,7 @@ BOUNDARY: Dict[str, Tuple[Tuple[str, ...], Tuple[str, ...]]] = {
 
 
 def boundary(kind: str, planar: bool = False) -> Tuple[List[int], List[int]]:
+    """The indices (known zeros, unknowns) of a boundary's state."""
     # Rui et al. 2020, [RBW eq 34] and Sect. 5.1: (indices of z_a = known zeros, indices of z_b = unknowns)
     lay = layout(1, planar)
     blocks = {"r": lay.r, "w": lay.w, "m": lay.m[0], "q": lay.q[0]}
@@ -409,6 +432,7 @@ def boundary(kind: str, planar: bool = False) -> Tuple[List[int], List[int]]:
 
 
 def boundary_names(kind: str, planar: bool = False) -> Tuple[List[str], List[str]]:
+    """The names (known zeros, unknowns) of a boundary's state."""
     names = PLANAR_NAMES if planar else STATE_NAMES
     a, b = boundary(kind, planar)
     return [names[i] for i in a], [names[i] for i in b]
@@ -417,6 +441,7 @@ def boundary_names(kind: str, planar: bool = False) -> Tuple[List[str], List[str
 # ================================================================== Riccati recursion [RBW eqs 20-34]
 
 def riccati_partition(U: sp.Matrix, a: Sequence[int], b: Sequence[int]) -> "OrderedDict[str, sp.Matrix]":
+    """The blocks T11, T12, T21, T22, f_a, f_b of a transfer matrix."""
     # Rui et al. 2020, [RBW eq 20]: [z_a; z_b]_O = [[T11, T12], [T21, T22]] [z_a; z_b]_I + [f_a; f_b]
     one = U.cols - 1
     a, b = list(a), list(b)
@@ -428,17 +453,20 @@ def riccati_partition(U: sp.Matrix, a: Sequence[int], b: Sequence[int]) -> "Orde
 
 
 def riccati_rearranged(U: sp.Matrix, a: Sequence[int], b: Sequence[int]) -> sp.Matrix:
+    """The transfer matrix reordered to [z_a; z_b; 1]."""
     # Rui et al. 2020, [RBW eq 20] / 37: U with rows and columns reordered to [z_a; z_b; 1]
     p = list(a) + list(b) + [U.cols - 1]
     return U.extract(p, p)
 
 
 def riccati_initial(na: int, nb: int) -> Tuple[sp.Matrix, sp.Matrix]:
+    """The Riccati start S_1 = O, e_1 = 0 at a tip."""
     # Rui et al. 2020, [RBW eq 34]: z_a1,I = 0 at a tip boundary -> S_1 = O, e_1 = 0
     return sp.zeros(na, nb), sp.zeros(na, 1)
 
 
 def riccati_P_q(S, e, T21, T22, f_b, simplify=None) -> Tuple[sp.Matrix, sp.Matrix]:
+    """The Riccati factors P_i and q_i."""
     # Rui et al. 2020, [RBW eq 24]: P_i = (T21 S_i + T22)^{-1},  q_i = -(T21 e_i + f_b)
     M = T21 * S + T22
     if simplify is not None:
@@ -449,6 +477,7 @@ def riccati_P_q(S, e, T21, T22, f_b, simplify=None) -> Tuple[sp.Matrix, sp.Matri
 
 
 def riccati_step(S, e, T11, T12, T21, T22, f_a, f_b, simplify=None) -> "OrderedDict[str, sp.Matrix]":
+    """One Riccati step: S_{i+1}, e_{i+1} and the factors P_i, q_i."""
     # Rui et al. 2020, [RBW eqs 24, 29, 30]:
     #   S_{i+1} = (T11 S_i + T12) P_i,   e_{i+1} = T11 e_i + f_a + S_{i+1} q_i
     # so that z_{a i,O} = S_{i+1} z_{b i,O} + e_{i+1} [RBW eq 31]
@@ -461,12 +490,14 @@ def riccati_step(S, e, T11, T12, T21, T22, f_a, f_b, simplify=None) -> "OrderedD
 
 
 def riccati_backward(P, q, S, e, z_bO) -> Tuple[sp.Matrix, sp.Matrix]:
+    """The backward substitution: the input state (z_b, z_a) from the output state."""
     # Rui et al. 2020, [RBW eq 33] [RBW eqs 25, 21]: z_{b i,I} = P_i z_{b i,O} + P_i q_i,  z_{a i,I} = S_i z_{b i,I} + e_i
     z_bI = P * z_bO + P * q
     return z_bI, S * z_bI + e
 
 
 def U_tip(S, e) -> sp.Matrix:
+    """The transfer matrix of a tip in Riccati form."""
     # Rui et al. 2020, [RBW eq 42] / 48: z_O = [[I, O], [S, e], [O, 1]] [z_b; 1]_O  (z_a below z_b)
     nb, na = S.cols, S.rows
     U = sp.zeros(nb + na + 1, nb + 1)

@@ -1,4 +1,6 @@
-"""The Riccati MSTMM seed's printed examples, symbolically: the balance pendulum M1 (Sect. 5.1, [RBW eqs 35-49]),
+"""The Riccati MSTMM seed's printed examples, symbolically.
+
+The balance pendulum M1 (Sect. 5.1, [RBW eqs 35-49]),
 the spatial elements of M5 (Sect. 5.2), and the `mbgen inspect` entries of the transfer-matrix elements.
 
 The general elements (state vectors, body and hinge transfer matrices, the Riccati recursion) are in
@@ -57,6 +59,7 @@ def _S(M):
 
 
 def example_rod_E(i: int, r_IO_factor=2) -> "OrderedDict[str, sp.Matrix]":
+    """The blocks E1..E9 of rod i of the balance pendulum M1 (the data of Sect. 5.1)."""
     # Rui et al. 2020, [RBW eq 5] with the data of Sect. 5.1 (Fig. 2c/d): r_IC = [a c_i, a s_i, 0],
     # r_IO = 2 r_IC (rods 1, 3, 5) or r_IO = r_IC (body 7), Omega_I = [0, 0, thetad_i],
     # f_C = m g [0, -1, 0], m_C = 0, J'_I = diag{0, Jz, Jz}, A_I = R_z(theta_i)
@@ -67,18 +70,21 @@ def example_rod_E(i: int, r_IO_factor=2) -> "OrderedDict[str, sp.Matrix]":
 
 @lru_cache(maxsize=None)
 def example_U_rod(i: int) -> sp.Matrix:
+    """The reduced transfer matrix of rod i of M1."""
     # Rui et al. 2020, [RBW eq 36] (the display is missing in the text): [RBW eq 4] of rod i in {1, 3, 5}, reduced by [RBW eq 35]
     return _S(planar_reduce(U_body(example_rod_E(i))))
 
 
 @lru_cache(maxsize=None)
 def example_body1_T() -> "OrderedDict[str, sp.Matrix]":
+    """Body 1 of M1 rearranged into the Riccati blocks."""
     # Rui et al. 2020, [RBW eqs 37-38]: body 1 rearranged as [RBW eq 20] with z_a = [m_z, q_x, q_y], z_b = [x'', y'', Omega'_z]
     return riccati_partition(example_U_rod(1), EX_A, EX_B)
 
 
 @lru_cache(maxsize=None)
 def example_S2_e2(i: int = 1) -> Tuple[sp.Matrix, sp.Matrix]:
+    """The first Riccati step over the free-tip rod i of M1: S2, e2."""
     # Rui et al. 2020, [RBW eqs 39-40]: first Riccati step over the free-tip rod i (S_1 = O, e_1 = 0, [RBW eq 34])
     T = riccati_partition(example_U_rod(i), EX_A, EX_B)
     S1, e1 = riccati_initial(3, 3)
@@ -88,18 +94,21 @@ def example_S2_e2(i: int = 1) -> Tuple[sp.Matrix, sp.Matrix]:
 
 @lru_cache(maxsize=None)
 def example_hinge4_U() -> sp.Matrix:
+    """The reduced transfer matrix of hinge 4 of M1."""
     # Rui et al. 2020, [RBW eq 44] (display missing): reduced [RBW eq 10] with the u-blocks of the outboard body 5
     return _S(U_revolute_planar(u3_blocks(example_U_rod(5), PLANAR, PLANAR)))
 
 
 @lru_cache(maxsize=None)
 def example_hinge4_T() -> "OrderedDict[str, sp.Matrix]":
+    """Hinge 4 of M1 rearranged into the Riccati blocks."""
     # Rui et al. 2020, [RBW eq 45]: hinge 4 rearranged as [RBW eq 20] (same split as [RBW eq 37])
     return riccati_partition(example_hinge4_U(), EX_A, EX_B)
 
 
 @lru_cache(maxsize=None)
 def example_S3_e3() -> "OrderedDict[str, sp.Expr]":
+    """The Riccati step over hinge 4 of M1: S3, e3 and their common denominator D."""
     # Rui et al. 2020, [RBW eqs 46-47]: Riccati step over hinge 4, starting from S2, e2 of body 3 ([RBW eqs 39-40], i = 3).
     # Returns S3, e3 and D = det(T21 S2 + T22) = 1 / det(P), the common denominator of [RBW eq 46].
     S2, e2 = example_S2_e2(3)
@@ -111,6 +120,7 @@ def example_S3_e3() -> "OrderedDict[str, sp.Expr]":
 
 @lru_cache(maxsize=None)
 def example_U7() -> sp.Matrix:
+    """The reduced transfer matrix (7 x 10) of body 7 of M1, which has two inputs."""
     # Rui et al. 2020, [RBW eq 49] (display missing): body 7 with r_IO = r_IC = [a c7, a s7, 0] and the second input
     # I2 at r_{I1 I2} = 2 r_IC [RBW eqs 8-9], reduced by [RBW eq 35] to 7 x 10
     E = example_rod_E(7, r_IO_factor=1)
@@ -119,17 +129,20 @@ def example_U7() -> sp.Matrix:
 
 
 def example_u3_body7() -> Dict[int, sp.Matrix]:
+    """The blocks of the moment row of body 7 of M1."""
     # Rui et al. 2020, text before [RBW eq 52]: u_{3,1} .. u_{3,7} from the moment row of [RBW eq 49]
     return u3_blocks(example_U7(), PLANAR, layout(2, True))
 
 
 def example_u3_body5() -> Dict[int, sp.Matrix]:
+    """The blocks of the moment row of body 5 of M1."""
     # Rui et al. 2020, text before [RBW eq 44]: u_{3,1} .. u_{3,5} from the moment row of [RBW eq 36], i = 5
     return u3_blocks(example_U_rod(5), PLANAR, PLANAR)
 
 
 @lru_cache(maxsize=None)
 def example_Uhat8() -> Tuple[sp.Matrix, sp.Matrix]:
+    """The blocks Uhat_{8,I1}, Uhat_{8,I2} of multi-hinge 8 of M1."""
     # Rui et al. 2020, [RBW eq 52]: Uhat_{8,I1}, Uhat_{8,I2} ([RBW eqs 12-13], reduced form, 10 x 7)
     u = example_u3_body7()
     return _S(Uhat_I1(u, 2, planar=True)), _S(Uhat_Ik(u, 2, 2, planar=True))
@@ -137,6 +150,7 @@ def example_Uhat8() -> Tuple[sp.Matrix, sp.Matrix]:
 
 @lru_cache(maxsize=None)
 def example_H8() -> Tuple[sp.Matrix, sp.Matrix]:
+    """The matrices H_{r'',m} and H_{O1,I2} of multi-hinge 8 of M1."""
     # Rui et al. 2020, [RBW eqs 54-55] (display missing): H_{r'',m} (3 x 7) and H_{O1,I2} (3 x 10) of multi-hinge 8,
     # r_{O1 I2} = r_{I1 I2} = 2 [a c7, a s7, 0], Omega_O1 = [0, 0, thetad7]
     r12 = 2 * sp.Matrix([a * _c(7), a * _s(7), 0])
@@ -154,6 +168,7 @@ OMEGA = sp.Matrix(sp.symbols("Omega_x Omega_y Omega_z", real=True))
 
 
 def m5_rod_E(r_IO_factor=2) -> "OrderedDict[str, sp.Matrix]":
+    """The blocks E1..E9 of a rod of the branch system M5."""
     # Rui et al. 2020, [RBW eq 5] for the M5 rod: r_IC = [a, 0, 0], r_IO = r_IO_factor r_IC
     r_IC = sp.Matrix([a, 0, 0])
     return E_blocks(m, r_IC, r_IO_factor * r_IC, OMEGA, sp.eye(3), sp.diag(J_a, Jz, Jz),
@@ -162,6 +177,7 @@ def m5_rod_E(r_IO_factor=2) -> "OrderedDict[str, sp.Matrix]":
 
 @lru_cache(maxsize=None)
 def m5_ball_hinge() -> "OrderedDict[str, sp.Matrix]":
+    """The smooth ball hinge whose outboard body is a rod of M5."""
     # Rui et al. 2020, [RBW eq 10]: the smooth ball hinge whose outboard body is an M5 rod ([RBW eqs 4, 13] x 13)
     U = U_body(m5_rod_E())
     u = u3_blocks(U)
@@ -173,6 +189,7 @@ def m5_ball_hinge() -> "OrderedDict[str, sp.Matrix]":
 
 @lru_cache(maxsize=None)
 def m5_body11() -> "OrderedDict[str, sp.Matrix]":
+    """The matrices of the multi-input body 11 of M5."""
     # Rui et al. 2020, [RBW eqs 6-9, 11-17] for the multi-input body 11 of M5 (Fig. 1): input I1 at its -x end
     # (origin), I2 at its +x end (r_{I1 I2} = [2a, 0, 0], [RBW eq 9]), output O at its centre (r_IO = r_IC)
     E = m5_rod_E(r_IO_factor=1)

@@ -13,6 +13,7 @@ from typing import Tuple
 @dataclass(frozen=True)
 class Pattern:
     """Compile-time structure of one body: joint type, parent is ground, C_j = I, non-zero components of s_j."""
+
     type: str
     root: bool
     ident: bool
@@ -20,5 +21,6 @@ class Pattern:
 
     @property
     def name(self) -> str:
+        """The pattern's name (joint type, root, identity frame, offset mask)."""
         mask = "".join(c for c, f in zip("xyz", self.off) if f) or "0"
         return f"{self.type}_{'g' if self.root else 'b'}{'I' if self.ident else 'C'}{mask}"

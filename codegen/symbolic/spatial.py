@@ -23,15 +23,18 @@ REF_POINTS = ("centroid", "joint", "origin")
 
 
 def vec(name):
+    """A 3-vector of symbols name_x, name_y, name_z."""
     return sp.Matrix(sp.symbols(f"{name}_x {name}_y {name}_z", real=True))
 
 
 def sym3(name):
+    """A symmetric 3 x 3 matrix of symbols."""
     a = sp.symbols(f"{name}_xx {name}_xy {name}_xz {name}_yy {name}_yz {name}_zz", real=True)
     return sp.Matrix([[a[0], a[1], a[2]], [a[1], a[3], a[4]], [a[2], a[4], a[5]]])
 
 
 def block(A, B, C, D):
+    """The 2 x 2 block matrix [[A, B], [C, D]]."""
     return sp.Matrix.vstack(sp.Matrix.hstack(A, B), sp.Matrix.hstack(C, D))
 
 
@@ -79,6 +82,7 @@ def reference_point(name: str) -> "OrderedDict[str, sp.Basic]":
 
 
 def spatial_elements() -> "OrderedDict[str, sp.Basic]":
+    """The elements of ``mbgen inspect spatial``."""
     v = vec("v")
     return OrderedDict([("skew(v) = v~", skew(v)), ("T^P [KY eq 4], s = offset of P from the centroid",
                                                     block(sp.eye(3), skew(vec("s")), sp.zeros(3), sp.eye(3)))])

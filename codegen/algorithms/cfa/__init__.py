@@ -1,4 +1,6 @@
-"""Family ``cfa``: the constraint force algorithm of Liu, Hu & Zhang (2016) for any rigid tree, with the joint
+"""Family ``cfa``: the constraint force algorithm of Liu, Hu & Zhang (2016).
+
+For any rigid tree, with the joint
 constraint forces (reaction wrenches) as part of the solution.
 
 Paper: shared/seeds/001_ba8d1a5f8ac7b9cc.txt; general form [LHZ eqs 22-29] (A assembled and solved densely, O(N_S^3)),
@@ -12,7 +14,9 @@ from ..tree_plan import Plan
 from .plan import template_vars
 
 def check(model):
-    """The constraint force algorithm inverts every body's mass matrix: a massless body (an MJCF helper body between
+    """Refuse a model with a massless body, by name.
+
+    The constraint force algorithm inverts every body's mass matrix: a massless body (an MJCF helper body between
     two joints of one body, a URDF virtual link) has none. Refused by name."""
     from ..family import BuildError
     for b in model.bodies:

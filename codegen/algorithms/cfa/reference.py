@@ -1,4 +1,6 @@
-"""Numpy reference of the constraint force algorithm, general form, literally with the paper's global matrices
+"""Numpy reference of the constraint force algorithm with the paper's global matrices.
+
+Numpy reference of the constraint force algorithm, general form, literally with the paper's global matrices
 (Liu, Hu & Zhang 2016, [LHZ eqs 10-29]).  For the tests: its inputs are per-body matrices that the caller builds
 independently (e.g. from pinocchio), so it checks the generated kernels without sharing their code.
 
@@ -25,7 +27,9 @@ def complement(H: np.ndarray) -> np.ndarray:
 
 
 def assemble_P(parent: Sequence[int], X: Sequence[np.ndarray]) -> np.ndarray:
-    """P of [LHZ eq 16] by the rules of Sect. 2.3 [LHZ eqs 10, 13, 17-21]: unit diagonal blocks, and in the row of
+    """P of [LHZ eq 16], assembled by the rules of Sect. 2.3.
+
+    P of [LHZ eq 16] by the rules of Sect. 2.3 [LHZ eqs 10, 13, 17-21]: unit diagonal blocks, and in the row of
     every body the blocks -X_c^T (= -P-hat_{j,o(j_m)} C) of its outboard bodies, so (P F)_j = F_j - sum_c X_c^T F_c."""
     n = len(parent)
     P = np.eye(6 * n)
@@ -36,6 +40,7 @@ def assemble_P(parent: Sequence[int], X: Sequence[np.ndarray]) -> np.ndarray:
 
 
 def block_diag(blocks: List[np.ndarray]) -> np.ndarray:
+    """The block-diagonal matrix of `blocks`."""
     rows, cols = sum(b.shape[0] for b in blocks), sum(b.shape[1] for b in blocks)
     out, r, c = np.zeros((rows, cols)), 0, 0
     for b in blocks:

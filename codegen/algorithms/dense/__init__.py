@@ -10,6 +10,7 @@ DENSE_MAX_NV = 4000
 
 
 def check(model):
+    """Refuse a model whose dense mass matrix would be too large (nv > DENSE_MAX_NV)."""
     if model.nv > DENSE_MAX_NV:
         raise BuildError(f"the dense method stores an nv x nv mass matrix; nv = {model.nv} exceeds "
                          f"{DENSE_MAX_NV}: use --algorithm recursive")

@@ -59,7 +59,9 @@ def kind_of(j: int, kids: List[List[int]]) -> str:
 
 
 def subchains(parent: List[int]) -> List[Dict]:
-    """Step B1: maximal chains of single-input bodies, from a free tip or a junction's output
+    """Step B1: the maximal chains of single-input bodies.
+
+    From a free tip or a junction's output
     towards the root; each ends at the body whose parent is a junction (a multi-hinge input) or ground."""
     kids = children_of(parent)
     starts = [j for j in range(len(parent)) if len(kids[j]) != 1]      # tips and junction bodies
@@ -76,7 +78,9 @@ def subchains(parent: List[int]) -> List[Dict]:
 
 
 def hinge_kind(jtype: str) -> Dict:
-    """Which parts of the hinge condensation a joint type needs (from its sympy model): lin / ang: the
+    """Which parts of the hinge condensation a joint type needs.
+
+    (from its sympy model): lin / ang: the
     relative linear / angular velocity map is not identically zero; kind: ball (S' has only the q-r'' block),
     free (S' = O), rigid (no dof: S' = S), gen."""
     from ...symbolic.joints import joint_model
@@ -86,7 +90,9 @@ def hinge_kind(jtype: str) -> Dict:
 
 
 def work_layout(nmax: int) -> Layout:
-    """Workspace per body j (the template's MW_<block>, at MW_SIZE j): S, e: the Riccati coefficients z_a = S z_b'
+    """The workspace layout per body j (the template's MW_<block>).
+
+    Workspace per body j (the template's MW_<block>, at MW_SIZE j): S, e: the Riccati coefficients z_a = S z_b'
     + e at the joint [RBW eqs 29-30]; G, g0: the hinge row udot_j = g0 - G z_b' [RBW eq 25], nmax the most joint velocities;
     c: the hinge's velocity-product terms; zb: the body's state [r''; Omega'] after A5."""
     nmax = max(nmax, 1)

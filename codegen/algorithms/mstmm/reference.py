@@ -1,4 +1,6 @@
-"""Plain numpy reference of the Riccati MSTMM (new version) for the planar balance pendulum, models.md M1,
+"""Plain numpy and mpmath references for the MSTMM tests.
+
+Plain numpy reference of the Riccati MSTMM (new version) for the planar balance pendulum, models.md M1,
 the classical transfer matrix product against the Riccati recursion on planar chains, and an mpmath
 high-precision forward-dynamics reference for the spatial kernels.
 
@@ -314,7 +316,9 @@ def m1_thetadd(theta, thetad, **kw) -> np.ndarray:
 # ------------------------------------------------------------------ planar chain: classical TMM vs Riccati
 
 def chain_elements(phi, phid, m: float = 1.0, a: float = 0.5, g: float = 9.81) -> List[np.ndarray]:
-    """Step A1 for the planar n-link chain of thin rods (codegen.models.chain): body matrices ([RBW eqs 4-5]
+    """Step A1 for the planar n-link chain of thin rods: the body matrices.
+
+    Step A1 for the planar n-link chain of thin rods (codegen.models.chain): body matrices ([RBW eqs 4-5]
     reduced by [RBW eq 35] = [RBW eq 36]), root link first.
 
     phi, phid: absolute angle / rate of each link, root first; the link points from its inboard joint
@@ -331,17 +335,18 @@ def chain_elements(phi, phid, m: float = 1.0, a: float = 0.5, g: float = 9.81) -
 
 
 def chain_classical(phi, phid, m: float = 1.0, a: float = 0.5, g: float = 9.81) -> dict:
-    """The classical (non-Riccati) transfer matrix method for the chain: the overall transfer matrix as
+    """The classical (non-Riccati) transfer matrix method for the chain.
+
+    The overall transfer matrix as
     the product of all element matrices [RBW eqs 18-19], tip -> root,
-        z_{root} = U_1 H_1 U_2 H_2 ... H_{n-1} U_n z_{tip},   H_k = [RBW eq 10] hinge built from U_k,
+    z_{root} = U_1 H_1 U_2 H_2 ... H_{n-1} U_n z_{tip},   H_k = [RBW eq 10] hinge built from U_k,
     with the free tip z_tip = [x'', y'', Omega', 0, 0, 0, 1] (3 unknowns) and the three conditions
     x'' = y'' = 0 at the ground pin (rows 1, 2 of the product) and m = 0 at the first hinge from the tip
     (the moment row of U_n; the hinge matrices of [RBW eq 10] enforce m = 0 one body further towards the root,
     so the root moment holds identically, see the module notes).  The states then follow by forward
     transfer [RBW eq 3].  Returns {"phidd": absolute angular accelerations (root first), "cond": condition
     number of the 3 x 3 boundary system, "growth": max |entry| of the overall transfer matrix}.
-    Entries of the product grow geometrically with n; with them the round-off of the boundary solve.
-    """
+    Entries of the product grow geometrically with n; with them the round-off of the boundary solve."""
     U = chain_elements(phi, phid, m, a, g)
     n = len(U)
     hinges = [hinge_U(U[k]) for k in range(n - 1)]        # hinge between link k+1 and link k [RBW eq 10]
@@ -391,7 +396,9 @@ def chain_riccati(phi, phid, m: float = 1.0, a: float = 0.5, g: float = 9.81, hi
 # ------------------------------------------------------------------ high-precision reference (spatial)
 
 def aba_reference(model, q, u, tau=None, dps: int = 30) -> np.ndarray:
-    """Forward dynamics in mpmath arithmetic (``dps`` digits): Featherstone's articulated-body algorithm,
+    """Forward dynamics in mpmath arithmetic: Featherstone's articulated-body algorithm.
+
+    Forward dynamics in mpmath arithmetic (``dps`` digits): Featherstone's articulated-body algorithm,
     independent of both generated kernels, for trees of revolute and ball (spherical) joints under
     gravity plus generalized forces tau (no other force elements).  Rounded to float at the end, so it
     serves as the exact answer for the double-precision kernels on ill-conditioned systems such as M5

@@ -41,6 +41,7 @@ BeamKind = IntEnum("BeamKind", [("INT", K_INT), ("REV", K_REV), ("TRA", K_TRA), 
 
 class Solve(IntEnum):
     """What the kernel's factor, fd and hht_step return (0: done)."""
+
     OK = 0
     NOT_PD = -1               # a Cholesky factorisation (P_s of [HW eq 46], or the dense Omega) met a non-positive pivot
     NO_MEMORY = -3            # the dense solve could not allocate its matrices
@@ -54,6 +55,7 @@ class BeamPlan(BeamLayout):
     """The model's layout plus its numeric parameter vector."""
 
     def params(self) -> np.ndarray:
+        """The parameter vector of the beam model: the elements' numbers, geometry and loads."""
         m = self.model
         beams = {b.name: b for b in m.beams}
         jby = {j.child: j for j in m.joints}
@@ -89,7 +91,9 @@ class BeamPlan(BeamLayout):
 
     @staticmethod
     def element_numbers(p: np.ndarray, s: int) -> Dict[str, np.ndarray]:
-        """Element s's blocks of p by ELEMENT_PARAMS (views: writes go to p): what the kernel reads at pe(s) + P_M,
+        """Element s's blocks of p by ELEMENT_PARAMS.
+
+        (views: writes go to p): what the kernel reads at pe(s) + P_M,
         pe(s) + P_FE, ..."""
         return {b.name: ELEMENT_PARAMS.view(p, b.name, P_ELEMENTS + NPE * s) for b in ELEMENT_PARAMS}
 
@@ -131,7 +135,9 @@ CHORD_LINES = (("chord_x", "e[4] - e[0]"), ("chord_y", "e[5] - e[1]"), ("chord",
 
 @lru_cache(maxsize=None)
 def chord_frame_force(with_energy: bool = False):
-    """(target, C expr) for the elastic force F_EK [HW eq 7] -> F[0..7], worked in the chord frame [HW eq 5]; with_energy:
+    """The elastic force F_EK [HW eq 7] (or the strain energy) as (target, C expr) pairs.
+
+    (target, C expr) for the elastic force F_EK [HW eq 7] -> F[0..7], worked in the chord frame [HW eq 5]; with_energy:
     for the strain energy U [HW eq 6] -> U instead, from the same local quantities.
 
     [HW eq 6] in the frame rotated by the chord angle: with the local coordinates xb = R(alpha) x (x-components of
@@ -193,6 +199,7 @@ def _cy_body(assigns, indent="    "):
 
 
 def element_code() -> Dict[str, str]:
+    """The Cython code of the element kernels (elastic forces, energies, mass matrices) from the sympy model."""
     from ...symbolic import ancf
     prm = ("EE", "AA", "II", "ll")
     assert [t for t, _ in chord_frame_force()[:5]] == ["chord_x", "chord_y", "chord", "cos_a", "sin_a"]
@@ -203,6 +210,7 @@ def element_code() -> Dict[str, str]:
 
 
 def template_vars(plan: BeamPlan, options) -> dict:
+    """Variables of the rancf template for a beam plan."""
     ints = lambda a: ", ".join(str(int(x)) for x in a)           # noqa: E731
     return dict(nbar=plan.nbar, n=plan.n, npar=P_ELEMENTS + NPE * plan.nbar, npe=NPE, nnode=len(plan.node_names),
                 element_params=ELEMENT_PARAMS, p_elements=P_ELEMENTS, family_enums=RANCF_ENUMS,

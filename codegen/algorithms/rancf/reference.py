@@ -80,6 +80,7 @@ def shape_rows(N: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
 @dataclass(frozen=True)
 class BeamElement:
     """Constant matrices of one Shabana planar beam element [HW eqs 4, 7, 9], by Gauss quadrature."""
+
     l: float
     E: float
     A: float
@@ -87,6 +88,7 @@ class BeamElement:
     rho: float
 
     def matrices(self) -> Dict[str, np.ndarray]:
+        """The element's mass matrix and the auxiliary matrices of its elastic force."""
         l, EA, EI = self.l, self.E * self.A, self.E * self.I
         M = np.zeros((8, 8))
         A_ = {k: np.zeros((8, 8)) for k in ("11", "12", "21", "22")}
@@ -226,11 +228,13 @@ class FlexiblePendulum:
         return (_mv(self.PhiC, q) + self.e0).reshape(self.N_bar, 8)
 
     def tip(self, q: np.ndarray) -> np.ndarray:
+        """The tip position (x, y) of the last element at coordinates q."""
         return self.element_coordinates(q)[-1, 4:6]
 
     # ---------------------------------------------------------------- dynamics, dense [HW eqs 36-41]
 
     def c_term(self, q, beta) -> np.ndarray:
+        """The velocity-product term c of the constraints: zero for revolute joints and the ground pin."""
         # [HW eqs 16, 25]: c = Phidot V_E + Cdot beta = 0 for revolute joints and the ground pin
         return np.zeros(8 * self.N_bar)
 
@@ -289,6 +293,7 @@ class FlexiblePendulum:
     # ---------------------------------------------------------------- state space, energy
 
     def rhs(self, t, y, recursive: bool = False) -> np.ndarray:
+        """The state derivative (beta, betadot) at state y = (q, beta), dense or recursive."""
         q, beta = y[:self.n], y[self.n:]
         acc = self.accel_recursive(q, beta) if recursive else self.accel_dense(q, beta)
         return np.concatenate([beta, acc])

@@ -1,4 +1,6 @@
-"""Family ``recursive``: the fully recursive O(n) formulation of Kang & Yoon with a choice of analysis
+"""Family ``recursive``: the fully recursive O(n) formulation of Kang & Yoon.
+
+With a choice of analysis
 reference point (centroid, joint point, instant global origin).
 
 Paper: shared/seeds/002_bb61ebea93666a2a.txt, [KY eqs 1-36] (tree part), [KY eqs 37-46] (closed loops: cut joints,
@@ -14,6 +16,7 @@ from .loops import make_plan
 
 
 def recursive_template_vars(plan, options: dict) -> dict:
+    """Variables of the recursive template: the tree's, the workspace and, with loops, the loop layout."""
     loops = hasattr(plan, "cuts")             # a LoopPlan: cut joints and / or couplings
     lw, nloop = {}, 0
     if loops:                    # closed loops [KY eqs 37-46]: per loop body Phi (m x 6) and G (nv x m), then Lambda

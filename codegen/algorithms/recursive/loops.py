@@ -29,6 +29,7 @@ NP_CUT = 24          # per cut: p_i (3), e0 e1 e2 (9), p_j (3), f0 f1 f2 (9)
 @dataclass
 class CouplingRow:
     """A coupling (codegen.model.couplings) as one joint-space row: L1 = p(L2), L = sum coef q."""
+
     name: str
     terms: List[tuple]   # (side 0 | 1, q index, v index, body index of the joint, coef)
     index: int = 0       # its row number (after the cuts' rows)
@@ -37,6 +38,8 @@ class CouplingRow:
 
 @dataclass
 class Row:
+    """One constraint row of a cut joint."""
+
     kind: str        # d1 | d2
     a: int           # axis on side i
     b: int           # axis on side j (d1)
@@ -45,6 +48,8 @@ class Row:
 
 @dataclass
 class Cut:
+    """A cut joint as the loop kernels see it: its sides, type and rows."""
+
     name: str
     type: str
     bi: int          # body index of side i (-1: ground)
@@ -56,6 +61,7 @@ class Cut:
 
     @property
     def row0(self) -> int:
+        """The index of the cut's first row in the constraint system."""
         return self.rows[0].index
 
 
@@ -170,7 +176,9 @@ class LoopPlan(Plan):
 
     @staticmethod
     def _keeps_plane(jt, v) -> bool:
-        """Does tree joint jt (motion in its joint frame) keep the plane normal to v (joint frame) fixed?
+        """Whether tree joint jt keeps the plane normal to v fixed.
+
+        Does tree joint jt (motion in its joint frame) keep the plane normal to v (joint frame) fixed?
         (JointType.plane_motion: turning about v, sliding normal to v, or not moving.)"""
         v = _unit_or_none(v)
         if v is None:
@@ -184,6 +192,7 @@ class LoopPlan(Plan):
 
     # ------------------------------------------------------------ parameters
     def params(self) -> np.ndarray:
+        """The parameter vector: the tree's numbers, then the cut joints' frames and the couplings'."""
         p = super().params()
         frames = self.body_frames()
         for cut, c in zip(self.cuts, self.model.cuts):
@@ -209,6 +218,7 @@ class LoopPlan(Plan):
             ";" + ",".join(f"{t[0]}:{t[1]}:{t[2]}" for t in cp.terms) for cp in self.couplings)
 
     def roadmap(self) -> List[str]:
+        """The tree's roadmap with one row per cut joint."""
         rows = super().roadmap()
         for cut in self.cuts:
             bi = self.body_names[cut.bi] if cut.bi >= 0 else GROUND
@@ -244,4 +254,5 @@ class LoopPlan(Plan):
 
 
 def make_plan(model: Model) -> Plan:
+    """The plan of a model: a LoopPlan when it has cut joints or couplings, else the tree's Plan."""
     return LoopPlan(model) if model.cuts or model.couplings else Plan(model)

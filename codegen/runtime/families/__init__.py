@@ -1,4 +1,6 @@
-"""One runtime class per kind of model, as Brian2 has one runtime per target: what a family does at run time
+"""One runtime class per kind of model.
+
+One runtime class per kind of model, as Brian2 has one runtime per target: what a family does at run time
 (its state, names, set-up, runs and outputs) lives in its class here, not in branches of System.
 
 A family names its runtime (``Family.runtime``); a tree family's models with cut joints run as ``loops``.  A class

@@ -1,4 +1,6 @@
-"""Flexible planar beams at run time (family rancf, [HW]): the O(n) recursion or the dense reference of the same
+"""Flexible planar beams at run time (family rancf, [HW]).
+
+The O(n) recursion or the dense reference of the same
 Omega and Gamma per call, the rk4 stability estimate and HHT-alpha for stiff models, and the beam results (node
 positions, element curves, elastic and gravity energies)."""
 from __future__ import annotations
@@ -55,7 +57,18 @@ class BeamSystem(System):
         return "derivatives are defined for rigid-body trees; this is a flexible-beam model"
 
     def set_algorithm(self, algorithm: str):
-        """Switch between the O(n) recursion ('rancf') and the dense reference ('dense')."""
+        """Switch between the O(n) recursion ('rancf') and the dense reference ('dense').
+
+        Parameters
+        ----------
+        algorithm : str
+            ``rancf`` or ``dense``.
+
+        Raises
+        ------
+        ValueError
+            Another name.
+        """
         if algorithm not in METHODS:
             raise ValueError(f"set_algorithm: beam models only, one of {METHODS}")
         self.algorithm = algorithm
@@ -63,47 +76,173 @@ class BeamSystem(System):
 
     # ---------------------------------------------------------------- kernels
     def forward_dynamics(self, q, u, tau=None, t: float = 0.0, algorithm=None) -> np.ndarray:
-        """betadot from Omega betadot = Q - Gamma ([HW eq 40]), Q = tau (default 0); the `algorithm` argument
-        ('rancf' or 'dense') overrides the system's for this call."""
+        """Forward dynamics of the beams: betadot from Omega betadot = Q - Gamma ([HW eq 40]).
+
+        Q = tau (default 0); the `algorithm` argument
+        ('rancf' or 'dense') overrides the system's for this call.
+
+        Parameters
+        ----------
+        q : array_like, shape (nq,)
+            The beams' coordinates (positions [m] and slopes).
+        u : array_like, shape (nv,)
+            Their rates.
+        tau : array_like, shape (nv,), optional
+            Generalized forces Q (default zero).
+        t : float, optional
+            Time [s] (unused: beam models have no time functions).
+        algorithm : str, optional
+            ``rancf`` or ``dense`` for this call.
+
+        Returns
+        -------
+        numpy.ndarray, shape (nv,)
+            betadot.
+
+        Raises
+        ------
+        ValueError
+            q or u has the wrong length, or an unknown algorithm.
+        """
         q, u = self._qu(q, u)
         meth = METHODS.index(algorithm or self.algorithm)
         return self.kernel.forward_dynamics(q, u, None if tau is None else np.ascontiguousarray(tau, float), meth)
 
     def mass_matrix(self, q) -> np.ndarray:
-        """Dense Omega = C^T Phi^T M_E Phi C ([HW eq 41])."""
+        """Dense Omega = C^T Phi^T M_E Phi C ([HW eq 41]).
+
+        Parameters
+        ----------
+        q : array_like, shape (nq,)
+            The beams' coordinates.
+
+        Returns
+        -------
+        numpy.ndarray, shape (nv, nv)
+            Omega.
+        """
         q, _ = self._qu(q, np.zeros(self.nv))
         return self.kernel.omega_gamma(q, np.zeros(self.nv))[0]
 
     def energy(self, q, u):
-        """(kinetic, elastic, gravity potential) at one state."""
+        """(kinetic, elastic, gravity potential) at one state.
+
+        Parameters
+        ----------
+        q : array_like, shape (nq,)
+            The beams' coordinates.
+        u : array_like, shape (nv,)
+            Their rates.
+
+        Returns
+        -------
+        kinetic, elastic, gravity : float
+            Energies [J].
+        """
         q, u = self._qu(q, u)
         _, en, _ = self.kernel.outputs_at(np.concatenate([q, u])[None, :])
         return tuple(float(x) for x in en[0])
 
     def omega_gamma(self, q, u):
+        """The dense Omega and Gamma of the beams at one state ([HW eq 41]).
+
+        Parameters
+        ----------
+        q : array_like, shape (nq,)
+            Nodal coordinates of the elements (positions [m] and slopes).
+        u : array_like, shape (nv,)
+            Their rates.
+
+        Returns
+        -------
+        Omega : numpy.ndarray, shape (nv, nv)
+            The mass matrix of the recursive coordinates.
+        Gamma : numpy.ndarray, shape (nv,)
+            The velocity and force terms, with Omega betadot = Q - Gamma.
+
+        Raises
+        ------
+        ValueError
+            q or u has the wrong length.
+        """
         q, u = self._qu(q, u)
         return self.kernel.omega_gamma(q, u)
 
     def element_coordinates(self, q) -> np.ndarray:
+        """The nodal coordinates e of every element at state q.
+
+        Parameters
+        ----------
+        q : array_like, shape (nq,)
+            The beams' coordinates.
+
+        Returns
+        -------
+        numpy.ndarray, shape (N_bar, 8)
+            Per element e = [r_A, r'_A, r_B, r'_B] (positions in m, slopes dimensionless).
+
+        Raises
+        ------
+        ValueError
+            q has the wrong length.
+        """
         q, _ = self._qu(q, np.zeros(self.nv))
         return self.kernel.element_coordinates(q)
 
     def node_positions(self, q) -> np.ndarray:
+        """The world positions of the beam nodes at state q.
+
+        Parameters
+        ----------
+        q : array_like, shape (nq,)
+            The beams' coordinates.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n_nodes, 2)
+            Node positions [m], in the order of Result.node_names.
+
+        Raises
+        ------
+        ValueError
+            q has the wrong length.
+        """
         q, _ = self._qu(q, np.zeros(self.nv))
         pos, _, _ = self.kernel.outputs_at(np.concatenate([q, np.zeros(self.nv)])[None, :])
         return pos[0]
 
     def curve(self, q, npts: int = 11) -> np.ndarray:
-        """Points along every element (N_bar x npts x 2), r = S(xi) e ([HW eqs 2-3])."""
+        """Points along every element (N_bar x npts x 2), r = S(xi) e ([HW eqs 2-3]).
+
+        Parameters
+        ----------
+        q : array_like, shape (nq,)
+            The beams' coordinates.
+        npts : int, optional
+            Points per element.
+
+        Returns
+        -------
+        numpy.ndarray, shape (N_bar, npts, 2)
+            Positions [m].
+        """
         q, _ = self._qu(q, np.zeros(self.nv))
         return self.kernel.element_points(q, npts)
 
     # ---------------------------------------------------------------- stiffness
     def omega_max(self) -> float:
-        """Estimated highest natural frequency [rad/s] at the initial state: the largest generalized eigenvalue
+        """Estimated highest natural frequency [rad/s] at the initial state.
+
+        The largest generalized eigenvalue
         of (K_T, M_E) over the elements (tangent stiffness from the compiled elastic forces, consistent mass M_E
         ([HW eq 4]) from the plan).  An element bound: the assembled system's highest frequency is at most this
-        (for M3: 6.5 (2 / l_e) sqrt(E / rho) here against 4.8 assembled)."""
+        (for M3: 6.5 (2 / l_e) sqrt(E / rho) here against 4.8 assembled).
+
+        Returns
+        -------
+        float
+            omega_max [rad/s].
+        """
         cached = getattr(self, "_omega_cache", None)
         if cached is not None and cached[0] is self.plan:
             return cached[1]
@@ -118,11 +257,31 @@ class BeamSystem(System):
         return om
 
     def stable_step(self):
-        """Largest stable rk4 step [s]: RK4_LIMIT / omega_max (inf for a model without elastic modes)."""
+        """Largest stable rk4 step [s]: RK4_LIMIT / omega_max (inf for a model without elastic modes).
+
+        Returns
+        -------
+        float
+            The step [s].
+        """
         om = self.omega_max()
         return math.inf if om == 0 else RK4_LIMIT / om
 
     def unstable_rk4_hint(self, h, stable):
+        """The hint of a run that diverged with rk4 at step h.
+
+        Parameters
+        ----------
+        h : float
+            The step [s] that diverged.
+        stable : float or None
+            The estimated stable rk4 step [s], if known.
+
+        Returns
+        -------
+        str
+            What to do instead (hht, a smaller step).
+        """
         est = f"; the estimated stable rk4 step is {stable:.2g} s" if stable else ""
         return (f"the model is too stiff for rk4 at h = {h:g} s{est}: use --integrator hht, or a smaller --dt "
                 "or more --substeps")
@@ -163,7 +322,9 @@ class BeamSystem(System):
         return fail
 
     def _result(self, X, ts, meta, run) -> Result:
-        """Beam results: body (beam) centroids and planar orientations, energies, and the extra arrays
+        """Beam results: centroids, orientations, energies and the beam arrays.
+
+        Beam results: body (beam) centroids and planar orientations, energies, and the extra arrays
         node_names, node_pos (nt x n_nodes x 2), energy_elastic, energy_gravity (gravity and constant loads:
         -F_E . e), snapshot_index, snapshot_curve (9 instants x 11 points per element x 2, r = S(xi) e, [HW eqs
         2-3])."""

@@ -1,4 +1,6 @@
-"""Closed loops by generalized recursive coordinate reduction (family ``grcr``) at run time (GrcrSystem): the
+"""Closed loops by generalized recursive coordinate reduction (family ``grcr``) at run time.
+
+Closed loops by generalized recursive coordinate reduction (family ``grcr``) at run time (GrcrSystem): the
 state with the cut coordinates, the rank of every loop, the dependent coordinates (``auto`` or a list, refused when
 structurally singular), the partition switches of a run and the loop outputs of a result.
 
@@ -37,7 +39,9 @@ def chain_coords(system):
 
 
 def _ranks(system, q):
-    """m_i of every loop: the rank of its whole chain's columns (shared joints included); refused when its own
+    """The rank m_i of every loop.
+
+    m_i of every loop: the rank of its whole chain's columns (shared joints included); refused when its own
     joints (the chain the kernel eliminates from) cannot take them all."""
     cols = system.kernel.chain_columns(q)
     entry = {b: c for c, b in enumerate(b for ch in system.plan.chains for b in ch)}
@@ -168,7 +172,9 @@ def _why_singular(system, L, mask, q):
 
 
 def set_dependents(system, dependents="auto", x0=None):
-    """Choose the dependent coordinates: 'auto' (from each loop's tip inward, the best conditioned) or a list of
+    """Choose the dependent coordinates.
+
+    'auto' (from each loop's tip inward, the best conditioned) or a list of
     loop coordinates (the cut's always among them).  A list that is singular at every sampled configuration of
     the constraint manifold is refused (ModelError naming the coordinates and why); one that is singular only
     at the start is kept and switched away from at t = 0 by the run (ACS)."""
@@ -214,6 +220,7 @@ def setup(system, dependents):
 
 
 def dependent_names(system, mask=None):
+    """The names of the dependent coordinates (the kernel's current ones, or those of `mask`)."""
     mask = system.kernel.dependents() if mask is None else mask
     entries = chain_coords(system)
     return [entries[c][1] for c in range(len(entries)) if mask[c]]
@@ -239,7 +246,9 @@ def start(system, x, t0=0.0):
 
 
 def outputs(system, X, ts) -> dict:
-    """Result extras of a grcr run: the partition switches (ACS) or restructurings (GCL), each loop's closure
+    """Result extras of a grcr run.
+
+    The partition switches (ACS) or restructurings (GCL), each loop's closure
     (position, velocity) and the cut coordinates (as the cut-joint method reports them)."""
     run = getattr(system, "gcl_run", None)
     sw, total = (run.switches, len(run.switches)) if run is not None else switches(system)
@@ -259,9 +268,12 @@ def outputs(system, X, ts) -> dict:
 
 # ---------------------------------------------------------------------------------------- GCL (Sect. 5)
 class Structure(NamedTuple):
-    """One restructured model of a GCL run: its System (dependents: the last m_i of every open loop), the
+    """One restructured model of a GCL run.
+
+    Its System (dependents: the last m_i of every open loop), the
     fictitious joints' geometry per restructured loop, its coordinates' and speeds' indices in the source state
     (-1: fictitious) and, per structure loop, the source loop it solves."""
+
     system: object
     geo: dict
     iq: list
@@ -270,7 +282,9 @@ class Structure(NamedTuple):
 
 
 class CoupledLoopRun:
-    """A run that restructures (GCL) instead of re-selecting (ACS): every loop of the model is solved with a
+    """A run that restructures (GCL) instead of re-selecting (ACS).
+
+    Every loop of the model is solved with a
     window of three adjacent dependents at the end of an open loop (codegen.algorithms.grcr.gcl), the window with
     the best conditioned columns at the start; when the kernel reports the partition degraded (Fail.DEGRADED)
     the run goes back to the last sample, restructures the degraded loops around their best window there and
@@ -294,15 +308,19 @@ class CoupledLoopRun:
         self.structs = {}
 
     def frames(self, x):
+        """The bodies' frames at state x."""
         k = self.sys.kernel
         com, quat, _ = k.outputs_at(np.asarray(x, float)[None])
         return self.gcl.Frames(self.sys.plan.state_model, self.sys.plan.body_names, com[0], quat[0])
 
     def window_names(self, cut, a):
+        """The joint names of the window of loop `cut` that starts at `a`."""
         return [j.name for j in self.loops[cut]["joints"][a:a + self.gcl.M]]
 
     def health(self, x, starts, t=0.0, own=None):
-        """Per source loop: the conditioning (min s^T R s / s^T s) of the windows `starts` at the source state x,
+        """Per source loop the conditioning of the windows `starts` at the source state x.
+
+        Per source loop: the conditioning (min s^T R s / s^T s) of the windows `starts` at the source state x,
         measured in the source model (columns about its loops' first joints, one scale for every structure); 0
         where the structure cannot be used at x (its open loops cannot take their constraints, or its
         projection is not finite)."""
@@ -322,7 +340,9 @@ class CoupledLoopRun:
         return np.where(own > 0, h, 0.0)
 
     def own_health(self, x, starts, t=0.0):
-        """The same by the structure's own kernel (its loops mapped back to the source loops they solve): the
+        """Per source loop the conditioning by the structure's own kernel.
+
+        The same by the structure's own kernel (its loops mapped back to the source loops they solve): the
         measure its run watches."""
         try:
             st = self.struct(starts, x)
@@ -336,7 +356,9 @@ class CoupledLoopRun:
         return out
 
     def best(self, x, cur=None, avoid=(), t=0.0):
-        """Per loop the window start with the best conditioning at x (trying each start with the others kept);
+        """Per loop the window start with the best conditioning at x.
+
+        Per loop the window start with the best conditioning at x (trying each start with the others kept);
         with cur, only the loops in `avoid` change, to another window than their current one."""
         out = list(cur) if cur is not None else [len(self.loops[c]["joints"]) - self.gcl.M for c in self.names]
         for L, cut in enumerate(self.names):
@@ -353,7 +375,9 @@ class CoupledLoopRun:
         return tuple(out)
 
     def tolerance(self, starts, x, t):
-        """The structure's watch in its own measure: SWITCH_TOL of the source measure, converted at x (the two
+        """The structure's watch tolerance in its own measure.
+
+        The structure's watch in its own measure: SWITCH_TOL of the source measure, converted at x (the two
         differ by the structure's reference point and lever arms; recalibrated after every chunk of samples),
         and at most half its own conditioning at x (a structure taken near another's singularity runs until it
         degrades itself)."""
@@ -397,7 +421,9 @@ class CoupledLoopRun:
         return {k: np.array(v) for k, v in out.items()}
 
     def to_struct(self, st, x, t):
-        """The structure's state at the source state x: real coordinates by name, the fictitious ones from the
+        """The structure's state at the source state x.
+
+        Real coordinates by name, the fictitious ones from the
         poses, then projected (the fictitious speeds; round-off of the closure)."""
         s = st.system
         xs = np.zeros(s.nq + s.nv)
@@ -430,7 +456,9 @@ class CoupledLoopRun:
         return X
 
     def run(self, x, ts, substeps, label, progress):
-        """rk4 over the sample times ts from x (source state); returns (X, stats, wall, fail) as
+        """Integrate with rk4 over the sample times ts, restructuring as needed.
+
+        rk4 over the sample times ts from x (source state); returns (X, stats, wall, fail) as
         integrate_chunks does, and records the restructurings in self.switches."""
         from ..integrate import _progress_bar
         ns, dt = len(ts) - 1, ts[1] - ts[0]
@@ -484,8 +512,25 @@ def _not_grcr(name):
 
 
 class GrcrSystem(TreeSystem):
-    """Closed loops solved by coordinate partitioning (GRCR): the state holds the cut coordinates, the dependents
-    are solved after every step; partition switches (ACS) or restructured loops (GCL) when one degrades."""
+    """Closed loops solved by coordinate partitioning (GRCR).
+
+    The state holds the cut coordinates, the dependents
+    are solved after every step; partition switches (ACS) or restructured loops (GCL) when one degrades.
+
+    Parameters
+    ----------
+    model : Model
+        A model with a ``loops:`` section.
+    algorithm : str
+        ``grcr``.
+    **options
+        As for System; ``dependents`` ('auto' or a list of loop coordinates).
+
+    Raises
+    ------
+    ModelError
+        The loops cannot be solved with the chosen dependents.
+    """
 
     kind = "grcr"
     grcr = loops = True
@@ -511,16 +556,41 @@ class GrcrSystem(TreeSystem):
                 "loops have no derivatives yet)")
 
     def set_dependents(self, dependents="auto"):
-        """The dependent coordinates, 'auto' or a list of loop coordinates (see set_dependents of this module)."""
+        """The dependent coordinates, 'auto' or a list of loop coordinates (see set_dependents of this module).
+
+        Parameters
+        ----------
+        dependents : str or list of str, optional
+            ``auto`` or loop coordinate names.
+
+        Raises
+        ------
+        ModelError
+            The list is singular at every sampled configuration of the constraint manifold.
+        """
         set_dependents(self, dependents)
 
     @property
     def dependents(self):
-        """The current dependent coordinates (joint names)."""
+        """The current dependent coordinates (joint names).
+
+        Returns
+        -------
+        list of str
+            The dependent coordinates' names.
+        """
         return dependent_names(self)
 
     def initial_state(self):
-        """The model's initial state with the cut coordinates solved for."""
+        """The model's initial state with the cut coordinates solved for.
+
+        Returns
+        -------
+        q0 : numpy.ndarray, shape (nq,)
+            Initial coordinates [rad, m], the cut coordinates included.
+        u0 : numpy.ndarray, shape (nv,)
+            Initial velocities [rad/s, m/s].
+        """
         return self._x0[:self.nq].copy(), self._x0[self.nq:].copy()
 
     def _start_run(self, x, run):

@@ -1,4 +1,6 @@
-"""Trees closed by cut joints at run time (families recursive and dense with a `loops:` section): the closure
+"""Trees closed by cut joints at run time (families recursive and dense with a `loops:` section).
+
+The closure
 check of the initial state, Baumgarte's stabilisation or the projection of a run, the loop outputs of a result (cut
 joint wrenches, multipliers, constraint drift, the cut joints' own coordinates) and the message of a run that meets
 dependent constraints.  The kernels are the recursive family's (templates/recursive/loops.pyx.j2)."""
@@ -36,7 +38,9 @@ def _constraints(plan):
 
 
 def check_closure(system, q, u, where: str = "initial state"):
-    """Raise ModelError naming the cut joint whose constraints the state (q, u) violates by more than
+    """Check that the state (q, u) closes every loop.
+
+    Raise ModelError naming the cut joint whose constraints the state (q, u) violates by more than
     CLOSURE_TOL, at position or velocity level."""
     viol = system.kernel.loop_residual(q, u)
     fields = row_fields(system.plan)
@@ -79,7 +83,9 @@ CUT_COORDINATES = {
 
 
 def cut_coordinates(model, frames):
-    """The cut joints' own coordinates (nt x k) and names from the cut frames (nt x n_cuts x 24: point and
+    """The cut joints' own coordinates (nt x k) and names.
+
+    The cut joints' own coordinates (nt x k) and names from the cut frames (nt x n_cuts x 24: point and
     axes of side i, then of side j): the relative pose of side j's frame in side i's, read as the joint
     type's coordinates (revolute angle, prismatic displacement, ...; spherical: quaternion w, x, y, z)."""
     cols, names = [], []

@@ -1,4 +1,6 @@
-"""Rigid-body trees at run time (families recursive, dense, mstmm, cfa): the lean compiled entry points, the
+"""Rigid-body trees at run time (families recursive, dense, mstmm, cfa).
+
+The lean compiled entry points, the
 batched and threaded calls, joint wrenches, robot physics (limits, friction, tendons, actuators) in the run's
 inputs and results, and the power of the non-conservative forces for the energy balance."""
 from __future__ import annotations
@@ -31,7 +33,9 @@ class TreeSystem(System):
             setattr(self, name, getattr(self.kernel, name))
 
     def _params(self) -> np.ndarray:
-        """The plan's parameter vector with the joint limits' stiffness and damping, which scale with each limited
+        """The plan's parameter vector with the joint limits' gains.
+
+        The plan's parameter vector with the joint limits' stiffness and damping, which scale with each limited
         coordinate's diagonal mass-matrix entry at the initial state (from this kernel's RNEA)."""
         p = self.plan.params()
         tendons = any(t.data["limited"] for t in self.plan.tendons)
@@ -64,32 +68,120 @@ class TreeSystem(System):
         return None
 
     def set_hook(self, hook):
-        """hook(t, q, u) -> extra generalized forces (nv); runs with the GIL, so it costs speed."""
+        """hook(t, q, u) -> extra generalized forces (nv); runs with the GIL, so it costs speed.
+
+        Parameters
+        ----------
+        hook : callable or None
+            ``hook(t, q, u)`` returning an array of shape (nv,) [N, N m]; None removes it.
+        """
         self.model.tau_hook = hook
         for k in self._kernels():
             k.set_hook(hook)
 
     # ---------------------------------------------------------------- kernels
     def forward_dynamics(self, q, u, tau=None, t: float = 0.0, ctrl=None) -> np.ndarray:
-        """udot = M^-1 (tau + applied - bias), applied forces of the model evaluated at time t; ctrl: the actuators'
+        """Forward dynamics: udot = M^-1 (tau + applied - bias).
+
+        Applied forces of the model evaluated at time t; ctrl: the actuators'
         controls (one per actuator, in the model's order; None: each actuator's ctrl function of the model file).
-        (Replaced per instance by the compiled entry point, which checks sizes and types.)"""
+        (Replaced per instance by the compiled entry point, which checks sizes and types.)
+
+        Parameters
+        ----------
+        q : array_like, shape (nq,)
+            Generalized coordinates (rad for rotations, m for translations; quaternions w, x, y, z).
+        u : array_like, shape (nv,)
+            Generalized velocities (rad/s, m/s).
+        tau : array_like, shape (nv,), optional
+            Generalized forces [N, N m] added to the model's (default zero).
+        t : float, optional
+            Time [s] at which the model's time functions and controls are evaluated (default 0).
+        ctrl : array_like, shape (nu,), optional
+            The actuators' controls, one per actuator in the model's order; None: each actuator's ctrl function
+            of the model file.
+
+        Returns
+        -------
+        numpy.ndarray, shape (nv,)
+            udot [rad/s^2, m/s^2].
+
+        Raises
+        ------
+        ValueError
+            An array has the wrong size.
+        """
         return self.kernel.forward_dynamics(q, u, tau, t, None, ctrl)
 
     def inverse_dynamics(self, q, u, udot, t: float = 0.0, ctrl=None) -> np.ndarray:
-        """tau with forward_dynamics(q, u, tau, t, ctrl=ctrl) == udot (recursive Newton-Euler)."""
+        """tau with forward_dynamics(q, u, tau, t, ctrl=ctrl) == udot (recursive Newton-Euler).
+
+        Parameters
+        ----------
+        q : array_like, shape (nq,)
+            Generalized coordinates (rad for rotations, m for translations; quaternions w, x, y, z).
+        u : array_like, shape (nv,)
+            Generalized velocities (rad/s, m/s).
+        udot : array_like, shape (nv,)
+            Generalized accelerations [rad/s^2, m/s^2].
+        t : float, optional
+            Time [s] at which the model's time functions and controls are evaluated (default 0).
+        ctrl : array_like, shape (nu,), optional
+            The actuators' controls, one per actuator in the model's order; None: each actuator's ctrl function
+            of the model file.
+
+        Returns
+        -------
+        numpy.ndarray, shape (nv,)
+            tau [N, N m], the generalized forces beyond the model's own.
+
+        Raises
+        ------
+        ValueError
+            An array has the wrong size.
+        """
         q, u = self._qu(q, u)
         return self.kernel.inverse_dynamics(q, u, np.ascontiguousarray(udot, dtype=float).reshape(-1), t, None, ctrl)
 
     def forward_dynamics_batch(self, Q, U, TAU=None, out=None, threads=None, t: float = 0.0) -> np.ndarray:
-        """udot for B states: Q (B x nq), U (B x nv), TAU (B x nv, added to the model's forces, optional), into
+        """Forward dynamics of B states at once, threaded without the GIL.
+
+        udot for B states: Q (B x nq), U (B x nv), TAU (B x nv, added to the model's forces, optional), into
         `out` (B x nv) if given. Runs on `threads` threads (default: every usable core) without the GIL, each
-        with its own workspace; the result does not depend on the number of threads."""
+        with its own workspace; the result does not depend on the number of threads.
+
+        Parameters
+        ----------
+        Q : array_like, shape (B, nq)
+            Coordinates [rad, m], one state per row.
+        U : array_like, shape (B, nv)
+            Velocities [rad/s, m/s].
+        TAU : array_like, shape (B, nv), optional
+            Generalized forces [N, N m] added to the model's.
+        out : numpy.ndarray, shape (B, nv), optional
+            Array to write into.
+        threads : int, optional
+            Number of threads (default: every usable core).
+        t : float, optional
+            Time [s] (default 0).
+
+        Returns
+        -------
+        numpy.ndarray, shape (B, nv)
+            udot [rad/s^2, m/s^2] per state.
+
+        Raises
+        ------
+        ValueError
+            An array has the wrong shape.
+        """
         return self.kernel.forward_dynamics_batch(Q, U, TAU, t, out, threads)
 
     def rollout(self, q0, u0, nsteps: int, dt: float, tau=None, integrator: str = "rk4", threads=None,
                 sensitivities: bool = False, ctrl=None):
-        """B rollouts of nsteps fixed steps of size dt, all in compiled code on `threads` threads (default: every
+        """B rollouts of nsteps fixed steps of size dt, all in compiled code.
+
+        B rollouts of nsteps fixed steps of size dt, all in compiled code on `threads` threads (default: every
         usable core). q0 (B x nq), u0 (B x nv); tau (B x nsteps x nv) adds to the model's own forces, held over
         each step (None: the model's forces only); ctrl (B x nsteps x nu): the actuators' controls, held over each
         step as MuJoCo's rollout takes them (None: the model file's ctrl functions). Returns (q, u): B x
@@ -97,7 +189,45 @@ class TreeSystem(System):
         initial state; the same numbers as simulate(..., integrator="rk4") from each initial state. A rollout
         whose state stops being finite has NaN rows from there on (a RuntimeWarning names it).
         sensitivities=True: returns (q, u, A, B) with the Jacobians of every step in tangent coordinates,
-        A (B x nsteps x 2nv x 2nv), B (B x nsteps x 2nv x nv): x_{s+1} = A_s x_s + B_s dtau_s (see linearize)."""
+        A (B x nsteps x 2nv x 2nv), B (B x nsteps x 2nv x nv): x_{s+1} = A_s x_s + B_s dtau_s (see linearize).
+
+        Parameters
+        ----------
+        q0 : array_like, shape (B, nq)
+            Initial coordinates [rad, m], one rollout per row.
+        u0 : array_like, shape (B, nv)
+            Initial velocities [rad/s, m/s].
+        nsteps : int
+            Number of steps.
+        dt : float
+            Step [s].
+        tau : array_like, shape (B, nsteps, nv), optional
+            Generalized forces [N, N m] added to the model's, held over each step.
+        integrator : str, optional
+            ``rk4`` (default).
+        threads : int, optional
+            Number of threads (default: every usable core).
+        sensitivities : bool, optional
+            Also return the step Jacobians A and B.
+        ctrl : array_like, shape (B, nsteps, nu), optional
+            The actuators' controls, held over each step.
+
+        Returns
+        -------
+        q : numpy.ndarray, shape (B, nsteps + 1, nq)
+            Coordinates, row 0 the initial state.
+        u : numpy.ndarray, shape (B, nsteps + 1, nv)
+            Velocities.
+        A : numpy.ndarray, shape (B, nsteps, 2 nv, 2 nv)
+            With sensitivities=True: the state Jacobian of every step.
+        B : numpy.ndarray, shape (B, nsteps, 2 nv, nv)
+            With sensitivities=True: the input Jacobian of every step.
+
+        Raises
+        ------
+        ValueError
+            nsteps is not an integer, an array has the wrong shape, or sensitivities with ctrl or another integrator.
+        """
         if isinstance(nsteps, bool) or not isinstance(nsteps, (int, np.integer)):
             raise ValueError(f"nsteps: expected an integer >= 0, got {nsteps!r}")
         if sensitivities:
@@ -116,7 +246,18 @@ class TreeSystem(System):
         return (q, u, A, B) if sensitivities else (q, u)
 
     def mass_matrix(self, q) -> np.ndarray:
-        """Joint-space mass matrix (dense algorithm: CRBA; otherwise column by column from RNEA)."""
+        """Joint-space mass matrix (dense algorithm: CRBA; otherwise column by column from RNEA).
+
+        Parameters
+        ----------
+        q : array_like, shape (nq,)
+            Generalized coordinates (rad for rotations, m for translations; quaternions w, x, y, z).
+
+        Returns
+        -------
+        numpy.ndarray, shape (nv, nv)
+            The symmetric mass matrix M(q) [kg, kg m, kg m^2].
+        """
         q = np.ascontiguousarray(q, dtype=float).reshape(-1)
         if hasattr(self.kernel, "mass_matrix"):
             return self.kernel.mass_matrix(q)
@@ -131,23 +272,84 @@ class TreeSystem(System):
         return 0.5 * (M + M.T)
 
     def qdot(self, q, u) -> np.ndarray:
+        """The coordinate rates qdot = G(q) u (quaternion rates for spherical and free joints).
+
+        Parameters
+        ----------
+        q : array_like, shape (nq,)
+            Generalized coordinates (rad for rotations, m for translations; quaternions w, x, y, z).
+        u : array_like, shape (nv,)
+            Generalized velocities (rad/s, m/s).
+
+        Returns
+        -------
+        numpy.ndarray, shape (nq,)
+            dq/dt.
+
+        Raises
+        ------
+        ValueError
+            q or u has the wrong length.
+        """
         q, u = self._qu(q, u)
         return self.kernel.qdot_of(q, u)
 
     def energy(self, q, u):
-        """(kinetic, potential) at one state; potential includes gravity and springs."""
+        """(kinetic, potential) at one state; potential includes gravity and springs.
+
+        Parameters
+        ----------
+        q : array_like, shape (nq,)
+            Generalized coordinates (rad for rotations, m for translations; quaternions w, x, y, z).
+        u : array_like, shape (nv,)
+            Generalized velocities (rad/s, m/s).
+
+        Returns
+        -------
+        kinetic, potential : float
+            Energies [J].
+
+        Raises
+        ------
+        ValueError
+            q or u has the wrong length.
+        """
         q, u = self._qu(q, u)
         _, _, en = self.kernel.outputs_at(np.concatenate([q, u])[None, :])
         return float(en[0, 0]), float(en[0, 1])
 
     def joint_wrenches(self, q, u, tau=None, t: float = 0.0) -> np.ndarray:
-        """(n_joints, 6): for each joint, the spatial force transmitted through it from its parent to its child
+        """The spatial force transmitted through every joint, (n_joints, 6).
+
+        (n_joints, 6): for each joint, the spatial force transmitted through it from its parent to its child
         (the whole subtree), as (fx, fy, fz, mx, my, mz) with the moment about the joint point, components in
         the joint's frame on the child side (the model's child_frame: axes attached to the child body), the
         convention of pinocchio's data.f for a model built from the same file.  A free joint is a joint too
         (its row is ~0 without external loads on its body).  Every rigid algorithm gives them: cfa directly
         (its constraint forces), recursive and dense by an inverse-dynamics pass after forward dynamics,
-        mstmm from its state vectors."""
+        mstmm from its state vectors.
+
+        Parameters
+        ----------
+        q : array_like, shape (nq,)
+            Generalized coordinates (rad for rotations, m for translations; quaternions w, x, y, z).
+        u : array_like, shape (nv,)
+            Generalized velocities (rad/s, m/s).
+        tau : array_like, shape (nv,), optional
+            Generalized forces [N, N m] added to the model's.
+        t : float, optional
+            Time [s] at which the model's time functions and controls are evaluated (default 0).
+
+        Returns
+        -------
+        numpy.ndarray, shape (n_joints, 6)
+            Force [N] and moment [N m] per joint.
+
+        Raises
+        ------
+        ValueError
+            q, u or tau has the wrong length.
+        """
         q, u = self._qu(q, u)
         if tau is not None:
             tau = np.ascontiguousarray(tau, dtype=float).reshape(-1)
@@ -163,9 +365,33 @@ class TreeSystem(System):
         return out
 
     def connection_states(self, q, u, tau=None, t: float = 0.0) -> dict:
-        """Algorithm 'mstmm' only: the MSTMM state vector z = [r'', Omega', m, q] ([RBW eq 1]) at every
+        """The MSTMM state vector at every joint (algorithm 'mstmm' only).
+
+        Algorithm 'mstmm' only: the MSTMM state vector z = [r'', Omega', m, q] ([RBW eq 1]) at every
         joint, world frame, rows in body order: {"acc": r'' of the joint point, "alpha": Omega' of the
-        child body, "moment": m, "force": q} (nb x 3 each; the parent exerts -q and +m on the child)."""
+        child body, "moment": m, "force": q} (nb x 3 each; the parent exerts -q and +m on the child).
+
+        Parameters
+        ----------
+        q : array_like, shape (nq,)
+            Generalized coordinates (rad for rotations, m for translations; quaternions w, x, y, z).
+        u : array_like, shape (nv,)
+            Generalized velocities (rad/s, m/s).
+        tau : array_like, shape (nv,), optional
+            Generalized forces [N, N m] added to the model's.
+        t : float, optional
+            Time [s] at which the model's time functions and controls are evaluated (default 0).
+
+        Returns
+        -------
+        dict
+            ``acc`` [m/s^2], ``alpha`` [rad/s^2], ``moment`` [N m], ``force`` [N]: arrays of shape (nb, 3).
+
+        Raises
+        ------
+        ValueError
+            The system was not built with algorithm 'mstmm'.
+        """
         if not hasattr(self.kernel, "mstmm_states"):
             raise ValueError("connection states come from the mstmm kernels: build with algorithm='mstmm'")
         q, u = self._qu(q, u)
@@ -173,7 +399,20 @@ class TreeSystem(System):
         return {"acc": z[:, 0:3], "alpha": z[:, 3:6], "moment": z[:, 6:9], "force": z[:, 9:12]}
 
     def body_poses(self, q):
-        """World centroid (nb x 3) and orientation quaternion w, x, y, z (nb x 4) of every body."""
+        """World centroid (nb x 3) and orientation quaternion w, x, y, z (nb x 4) of every body.
+
+        Parameters
+        ----------
+        q : array_like, shape (nq,)
+            Generalized coordinates (rad for rotations, m for translations; quaternions w, x, y, z).
+
+        Returns
+        -------
+        com : numpy.ndarray, shape (nb, 3)
+            Centroids [m].
+        quat : numpy.ndarray, shape (nb, 4)
+            Orientations as unit quaternions (w, x, y, z).
+        """
         q, _ = self._qu(q, np.zeros(self.nv))
         com, quat, _ = self.kernel.outputs_at(np.concatenate([q, np.zeros(self.nv)])[None, :])
         return com[0], quat[0]
@@ -227,17 +466,39 @@ class TreeSystem(System):
 
     # ---------------------------------------------------------------- energy
     def conservative(self) -> bool:
+        """Whether the model has no non-conservative forces.
+
+        Returns
+        -------
+        bool
+            False when it has dampers, joint forces, actuators, friction, a feedback or a force hook.
+        """
         m = self.model
         return not (any(np.any(sp.damping) for sp in m.springs) or m.joint_forces or m.actuators or self.plan.frictions
                     or any(ps.damping for ps in m.point_springs) or self.feedback is not None
                     or m.tau_hook is not None)
 
     def applied_power(self, res, joint_forces_only: bool = False):
-        """Power of the non-conservative applied forces at the samples (W), or None when it is not known (a
+        """Power [W] of the non-conservative applied forces at the samples of a result.
+
+        Power of the non-conservative applied forces at the samples (W), or None when it is not known (a
         force hook).  Joint dampers: -c u^2; joint forces: f(t) u; actuators: gear f u; joint limits and
         friction: f u; tendons: their damping and limit forces times Ldot; the compiled feedback; point dampers:
         -c (dL/dt)^2 with dL/dt from the sampled spring length (second-order differences).  Springs and gravity
-        are in the potential.  joint_forces_only: the joint forces' part alone."""
+        are in the potential.  joint_forces_only: the joint forces' part alone.
+
+        Parameters
+        ----------
+        res : Result
+            A result of this system.
+        joint_forces_only : bool, optional
+            Only the joint forces' part.
+
+        Returns
+        -------
+        numpy.ndarray or None
+            Power [W] at every sample, shape (nt,), or None when it is not known.
+        """
         m, plan = self.model, self.plan
         P = np.zeros(len(res.t))
         if m.tau_hook is not None:
