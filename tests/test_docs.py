@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import inspect
 import io
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -287,15 +289,32 @@ def test_the_public_facade_is_in_the_api_reference():
 # ---------------------------------------------------------------- the site
 
 
-def test_the_site_builds_with_no_warning(tmp_path):
-    """mkdocs build --strict: broken links and anchors, pages missing from the navigation, unknown API names,
-    unknown `mbgen inspect` elements all fail; the generated parts are there."""
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory):
+    """mkdocs build --strict, once per test run: the site folder and (return code, output). Under pytest-xdist the
+    workers share one build (a file lock in the run's temporary folder) rather than each building the site."""
     pytest.importorskip("mkdocs")
-    site = tmp_path / "site"
-    r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f", str(ROOT / "mkdocs.yml"),
-                        "-d", str(site)], cwd=ROOT, capture_output=True, text=True, timeout=600,
-                       env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "MPLBACKEND": "Agg"})
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-5000:]
+    from filelock import FileLock
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent                   # .../pytest-N/popen-gwK -> .../pytest-N, this run's, shared
+    site, status = base / "docs-site", base / "docs-site.status"
+    with FileLock(str(base / "docs-site.lock")):
+        if not status.exists():
+            r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f",
+                                str(ROOT / "mkdocs.yml"), "-d", str(site)], cwd=ROOT, capture_output=True,
+                               text=True, timeout=600,
+                               env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "MPLBACKEND": "Agg"})
+            status.write_text(f"{r.returncode}\n{r.stdout[-3000:]}{r.stderr[-5000:]}")
+        rc, _, out = status.read_text().partition("\n")
+    return site, int(rc), out
+
+
+def test_the_site_builds_with_no_warning(built_site):
+    """mkdocs build --strict: broken links and anchors, pages missing from the navigation, unknown API names,
+    unknown `mbgen inspect` elements, maths latex2mathml cannot read all fail; the generated parts are there."""
+    site, rc, out = built_site
+    assert rc == 0, out
     recursive = (site / "algorithms" / "recursive" / "index.html").read_text()
     assert 'class="arithmatex"' in recursive and r"\begin{matrix}" in recursive   # equations from mbgen inspect
     assert "mbgen:inspect" not in recursive
@@ -305,3 +324,100 @@ def test_the_site_builds_with_no_warning(tmp_path):
     assert 'id="codegen.build"' in api and 'id="codegen.System"' in api               # mkdocstrings
     assert (site / "media" / "bench" / "grcr.png").is_file()
     assert (site / "architecture" / "index.html").is_file()
+
+
+# a tag that makes the browser fetch something from another host when the page is shown
+REMOTE_FETCH = re.compile(r'<(?:script|link|img|iframe|source|video|audio|embed)\b[^>]*?\b(?:src|href)='
+                          r'["\']?(?:https?:)?//[^"\'\s>]*', re.I)
+
+
+def test_the_maths_is_mathml_and_nothing_is_fetched_from_the_network(built_site):
+    """The equations are MathML written when the site is built (docs/hooks.py, latex2mathml): no MathJax script,
+    no CDN, no web fonts; a page read offline shows them. The TeX stays as the MathML's annotation."""
+    site, rc, out = built_site
+    assert rc == 0, out
+    recursive = (site / "algorithms" / "recursive" / "index.html").read_text()
+    blocks = re.findall(r'<div class="arithmatex">(.*?)</div>', recursive, re.S)
+    assert len(blocks) > 10
+    for b in blocks:
+        assert b.startswith('<math xmlns="http://www.w3.org/1998/Math/MathML" display="block">'), b[:200]
+        assert "<mtable>" in b or "<mi>" in b or "<mn>" in b
+        tex = b.split('<annotation encoding="application/x-tex">', 1)[1]
+        assert not re.search(r"\\[\[(]", tex)             # arithmatex's \[ \] wrapping is gone
+    assert "\\left[" not in re.sub(r"<annotation.*?</annotation>", "", recursive, flags=re.S)   # no TeX shown
+    remote = {}
+    for page in site.rglob("*.html"):
+        for m in REMOTE_FETCH.findall(page.read_text()):
+            remote.setdefault(m, str(page.relative_to(site)))
+    assert not remote, f"pages fetch from the network: {remote}"
+    assert not list(site.rglob("mathjax*.js"))
+
+
+def _chromium():
+    return next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+
+
+def _screenshot(browser, url, png, size):
+    r = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                        f"--window-size={size[0]},{size[1]}", f"--screenshot={png}", url],
+                       capture_output=True, text=True, timeout=120)
+    assert png.is_file(), r.stdout[-2000:] + r.stderr[-2000:]
+    from PIL import Image
+    return Image.open(png).convert("L")
+
+
+def _ink(img, level=200):
+    """(fraction of dark pixels, their bounding box) of a greyscale screenshot."""
+    mask = img.point(lambda v: 255 if v < level else 0)
+    hist = mask.histogram()
+    return hist[255] / (img.width * img.height), mask.getbbox()
+
+
+@pytest.mark.skipif(_chromium() is None, reason="no chromium on PATH (CI does not install it; "
+                    "docs/contributing.md has the check and its screenshot)")
+def test_the_equations_render_in_a_headless_browser(built_site, tmp_path):
+    """The check of docs/contributing.md: headless Chromium draws the recursive family's page (not blank), and
+    one of its equations, the 6x6 matrix T^P, alone on a page is drawn as maths: a tall narrow block of six rows,
+    not a line of TeX source across the window."""
+    site, rc, out = built_site
+    assert rc == 0, out
+    browser = _chromium()
+    page = site / "algorithms" / "recursive" / "index.html"
+    shot = _screenshot(browser, page.as_uri(), tmp_path / "page.png", (1200, 1600))
+    lo, hi = shot.getextrema()
+    dark, _ = _ink(shot)
+    assert hi - lo > 100 and dark > 0.01, f"blank screenshot: extrema {lo}..{hi}, {dark:.2%} dark"
+
+    html = page.read_text()
+    tp = re.search(r'<code>T\^P\s+\[KY eq 4\]</code>.*?(<div class="arithmatex">.*?</div>)', html, re.S).group(1)
+    css = (site / "stylesheets" / "mbgen-maths.css").as_uri()
+    one = tmp_path / "one.html"
+    one.write_text(f'<!doctype html><html><head><meta charset="utf-8"><link rel="stylesheet" href="{css}">'
+                   f'</head><body style="margin:20px;font-size:16px"><div class="md-typeset">{tp}</div></body></html>')
+    dark, box = _ink(_screenshot(browser, one.as_uri(), tmp_path / "one.png", (1200, 400)))
+    assert box is not None, "the equation drew nothing"
+    width, height = box[2] - box[0], box[3] - box[1]
+    assert height > 100 and width < 600, f"T^P drawn {width}x{height} px: not a 6x6 matrix (raw TeX?)"
+
+
+def test_hand_written_maths_becomes_mathml_and_bad_tex_stops_the_build():
+    """`$...$` and `$$...$$` written in a page go the same way as the generated equations: pymdownx.arithmatex
+    (mkdocs.yml's settings) marks them, docs/hooks.py's render_maths writes MathML; TeX latex2mathml cannot read
+    or does not know stops the build."""
+    markdown = pytest.importorskip("markdown")
+    pytest.importorskip("latex2mathml")
+    from mkdocs.exceptions import PluginError
+    spec = importlib.util.spec_from_file_location("docs_hooks", DOCS / "hooks.py")
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    md = markdown.Markdown(extensions=["pymdownx.arithmatex"], extension_configs={"pymdownx.arithmatex":
+                                                                                    {"generic": True}})
+    out = hooks.render_maths(md.convert("The mass $m_i < M$ and\n\n$$\n\\frac{a}{b} + x^{2}\n$$\n"), "page.md")
+    assert '<span class="arithmatex"><math xmlns="http://www.w3.org/1998/Math/MathML" display="inline">' in out
+    assert '<div class="arithmatex"><math xmlns="http://www.w3.org/1998/Math/MathML" display="block">' in out
+    assert "<mfrac>" in out and "<msub>" in out and "<msup>" in out
+    assert '<annotation encoding="application/x-tex">m_i &lt; M</annotation>' in out
+    assert "\\(" not in out and "\\[" not in out
+    for bad in ("$\\frac{1}{$", "$\\nosuchcommand x$"):
+        with pytest.raises(PluginError, match="page.md"):
+            hooks.render_maths(md.convert(bad), "page.md")
