@@ -97,7 +97,7 @@ def test_generated_module_header_and_structure():
     assert f"Build hash: {key}" in head
     assert "Roadmap" in head and "l_foot" in head and "l_ankle" in head and "universal" in head
     assert "# cython: language_level=3, boundscheck=False, wraparound=False" in head
-    for banner in ("pass 2: leaves -> root", "pass 3: root -> leaves", "Kang & Yoon eqs (9)-(21)"):
+    for banner in ("pass 2: leaves -> root", "pass 3: root -> leaves", "[KY eqs 9-21, 27]"):
         assert banner in src
     assert "cdef inline void jchild_universal" in src and "jchild_prismatic" not in src   # only used types
     assert "cdef inline void kin_universal_" in src and "kin_prismatic" not in src       # per-body patterns

@@ -113,7 +113,7 @@ TOUCHING = ('<body name="a"><joint name="h" type="hinge" axis="0 1 0"/><geom nam
     (mjcf('<body name="a"><joint name="h" type="ball" damping="1"/><geom size="0.1" contype="0" conaffinity="0"/></body>'),
      "stiffness or damping on the spherical joint 'h'"),
     (mjcf(ARM, option="").replace("<option></option>", '<option density="1.2"/>'), "fluid forces"),
-    ("<mujoco><worldbody><body><joint/></worldbody></mujoco>", "not a valid MJCF file"),
+    ("<mujoco><worldbody><body><joint/></worldbody></mujoco>", "not a well-formed MJCF file (XML)"),
     (mjcf('<body name="a"><joint type="hinge"/></body>'), "not a valid MJCF file: Error: mass and inertia"),
     (mjcf('<body name="a"><geom size="0.1" contype="0" conaffinity="0"/></body>'), "no joints"),
 ])

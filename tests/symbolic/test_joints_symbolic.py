@@ -60,18 +60,18 @@ def test_origin_reference_point_reproduces_eq36():
     rc, w, F, tau, rcd = (spatial.vec(n) for n in ("r^c", "omega", "F", "tau", "rdot^c"))
     R = skew(rc)
     M36 = spatial.block(m * sp.eye(3), -m * R, m * R, J - m * R * R)
-    assert sp.simplify(el["M^P = T^T M^c T  (eq 8)"] - M36) == sp.zeros(6)
+    assert sp.simplify(el["M^P = T^T M^c T  [KY eq 8]"] - M36) == sp.zeros(6)
     Fp = F - m * w.cross(rcd)
     Q36 = sp.Matrix.vstack(Fp, tau - skew(w) * J * w + rc.cross(Fp))
-    assert sp.simplify(el["Q^P = T^T (Q^c - M^c Tdot Y^P)  (eq 8)"] - Q36) == sp.zeros(6, 1)
-    assert el["B_j1  (eqs 25, 33)"] == sp.eye(6)          # eq (33): B1 is the identity at the origin
+    assert sp.simplify(el["Q^P = T^T (Q^c - M^c Tdot Y^P)  [KY eq 8]"] - Q36) == sp.zeros(6, 1)
+    assert el["B_j1  [KY eqs 25, 33]"] == sp.eye(6)          # eq (33): B1 is the identity at the origin
 
 
 def test_centroid_reference_point_is_eq3_and_eq25():
     el = spatial.reference_point("centroid")
-    assert el["M^P = T^T M^c T  (eq 8)"] == el["M^c  (eq 3)"]
+    assert el["M^P = T^T M^c T  [KY eq 8]"] == el["M^c  [KY eq 3]"]
     rho, Bw, Bv = spatial.vec("rho"), spatial.vec("B^w"), spatial.vec("B^v")
-    assert sp.simplify(el["B_j2 column  (eqs 25, 33)"] - sp.Matrix.vstack(Bv - skew(rho) * Bw, Bw)) == sp.zeros(6, 1)
+    assert sp.simplify(el["B_j2 column  [KY eqs 25, 33]"] - sp.Matrix.vstack(Bv - skew(rho) * Bw, Bw)) == sp.zeros(6, 1)
 
 
 def test_inspect_cli_prints_every_element(capsys):
