@@ -76,9 +76,9 @@ def add_model_args(sp_, build=True, cache=True):
     robot = sp_.add_argument_group("robot files (URDF, MJCF)")
     robot.add_argument("--floating-base", action="store_true",
                        help="URDF: a free joint 'root_joint' from ground to the root link (default: fixed base)")
-    robot.add_argument("--mimic", default=None, choices=["refuse", "independent"],
-                       help="URDF mimic joints: refuse the file, or keep them as independent joints as pinocchio "
-                            "does (default: refuse)")
+    robot.add_argument("--mimic", default=None, choices=["couple", "independent", "refuse"],
+                       help="URDF mimic joints: couple them (one hard constraint row each, algorithm recursive), "
+                            "keep them as independent joints as pinocchio does, or refuse the file (default: couple)")
     robot.add_argument("--ignore-contacts", action="store_true",
                        help="MJCF: simulate without contacts instead of refusing a file whose geoms can touch")
     robot.add_argument("--ignore-actuators", action="store_true",

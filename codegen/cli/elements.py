@@ -97,6 +97,7 @@ def print_algorithms():
         print(f"  {'joint types:' if f.models == 'tree' else 'connections:'} {', '.join(f.joint_types)}")
         if f.models == "tree":
             print(f"  armature:    {', '.join(f.armature) if f.armature else 'no (refused by name)'}")
+            print(f"  couplings:   {'yes (joint and fixed-tendon equalities, URDF mimic)' if f.couplings else 'no (refused by name)'}")
         print(f"  options:     {opts}")
         print(f"  integrators: {', '.join(f.integrators)}")
         print(f"  derivatives: {DERIVATIVES.get(f.name, DERIVATIVES_TREES)}")
