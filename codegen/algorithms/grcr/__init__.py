@@ -1,4 +1,5 @@
-"""Family ``grcr``: the generalized recursive coordinate reduction of Critchley & Anderson for closed loops,
+"""Family ``grcr``: the generalized recursive coordinate reduction of Critchley & Anderson for closed loops.
+
 O(n + m): phantom bodies open every loop (Sect. 3, [CA eqs 23-45]), the dependent coordinates are eliminated loop
 by loop and the coordinate-reduced equations solved by one recursion [CA eqs 46-64], with an arbitrary
 selection of the dependent coordinates (ACS, Sect. 4, [CA eqs 65-102]) that a run re-selects when the partition
@@ -6,10 +7,11 @@ degrades.
 
 Paper: shared/seeds/003_1a74c1a73cbe4f4e.txt.  Plan (phantom bodies, chains, what the method takes): plan.py;
 template: templates/grcr/ (it extends the recursive template: the tree outside the loop chains runs Kang &
-Yoon's passes at the instant global origin); symbolic form of the loop recursion: codegen.symbolic.grcr;
-run time (dependents, closure, switches): codegen.runtime.families.grcr.
+Yoon's passes at the instant global origin); the loop recursion's fixed-size steps as sympy kernels:
+codegen.symbolic.grcr; run time (dependents, closure, switches): codegen.runtime.families.grcr.
 """
 from ...model import JOINT_TYPES
+from ...symbolic.grcr import grcr_kernels
 from ...symbolic.layout import Layout
 from ..family import Family
 from ..tree_plan import articulated_vars, per_body_size, work_layout
@@ -22,7 +24,9 @@ LOAD = Layout(("K_bB", 36), ("K_bb", 36), ("K_BB", 36), ("K_Bb", 36), ("phi", 6)
 
 
 def scratch_layout(nmax: int) -> Layout:
-    """loop_backward's scratch (one loop at a time; hang_terms and load_on_base read it): Y, H, Z of the dependent
+    """The layout of loop_backward's scratch, one loop at a time.
+
+    loop_backward's scratch (one loop at a time; hang_terms and load_on_base read it): Y, H, Z of the dependent
     region [CA eqs 79-81], the sums of [CA eqs 53-55, 92-95], I Y, I H, I Z - Q, Ih0, Ihp, beta [CA eqs 100-102]; the
     loop's load on its base: sums I Y, I H, I Z - Q, I over the region, a_k = al A_0 + ga a_b + be and the total
     force F = FA A_0 + FG a_b + Fb."""
@@ -47,6 +51,7 @@ def template_vars(plan: GrcrPlan, options: dict) -> dict:
                             ("hang", max(1, lv["nhang"]) * hang.size), ("hx", 6 * nmax)))
     gw = gw.shifted(per_body_size() * plan.nb)     # after the tree's per-body blocks
     tv = articulated_vars(plan, "origin", size)       # the tree outside the chains: Kang & Yoon at the origin
+    tv["spatial"] = tuple(tv["spatial"]) + grcr_kernels()   # the loop recursion's steps (codegen.symbolic.grcr)
     tv.update(lv, gw=gw, scratch_layout=scratch, hang_layout=hang, load_layout=LOAD, loop_params=LOOP_PARAMS,
               ref_point="origin", project_hook=True)
     return tv

@@ -1,4 +1,6 @@
-"""General coupled loops (GCL, Critchley & Anderson Sect. 5): a planar loop restructured so that a window of
+"""General coupled loops (GCL, Critchley & Anderson Sect. 5).
+
+A planar loop restructured so that a window of
 adjacent dependent coordinates lies at the end of an open loop, where the plain recursive coordinate reduction
 takes it (no arbitrary-selection solve, [CA eq 99]).
 
@@ -71,7 +73,9 @@ class Frames:
 
 
 def plane_normal(model: Model, joints: List[Joint], fr: Frames) -> np.ndarray:
-    """The loop's plane normal (world): the axis of its revolute joints, which must all be parallel, with every
+    """The loop's plane normal in world coordinates.
+
+    The axis of its revolute joints, which must all be parallel, with every
     prismatic axis in the plane; ModelError otherwise."""
     axes = {j.name: fr.R[j.parent] @ j.parent_frame.rot @ (np.asarray(j.axis, float) if j.axis is not None
                                                            else np.array([0.0, 0.0, 1.0])) for j in joints}
@@ -86,7 +90,9 @@ def plane_normal(model: Model, joints: List[Joint], fr: Frames) -> np.ndarray:
 
 
 def restructure(model: Model, starts: Dict[str, int], fr: Frames, q_of: Dict[str, np.ndarray]) -> Model:
-    """The model with each loop named in `starts` (cut name -> window start a) restructured as in the module
+    """The model with the loops named in `starts` restructured.
+
+    The model with each loop named in `starts` (cut name -> window start a) restructured as in the module
     docstring, at the state given by q_of (joint name -> its coordinates, which become the tree's q0; u0 = 0)
     and the poses fr (the fictitious joints' q0).  A loop whose window is its tail (a = n - M) keeps its
     structure, and so do loops not named."""
@@ -142,7 +148,9 @@ def restructure(model: Model, starts: Dict[str, int], fr: Frames, q_of: Dict[str
 
 
 def geometry(model: Model, J: List[Joint], B: str, a: int, fr: Frames) -> dict:
-    """The fictitious joints of window start a: the body p they hang from, the plane normal in p's frame
+    """The fictitious joints of window start a.
+
+    The body p they hang from, the plane normal in p's frame
     (n_p), the offset d of p's origin from B's plane, in-plane directions e1, e2 of B, the constant child frame
     K of rot (m's frame = B's when rot = 0 at the poses fr) and the values f = (rot, x, y, z) that close loop A."""
     nw = plane_normal(model, J, fr)
@@ -158,7 +166,9 @@ def geometry(model: Model, J: List[Joint], B: str, a: int, fr: Frames) -> dict:
 
 
 def fictitious_values(fr: Frames, B: str, g: dict) -> np.ndarray:
-    """rot, x, y, z that close loop A at the poses fr (G = B): Rot(n_p, rot) = R_p^T R_B K, minus the in-plane
+    """The values rot, x, y, z that close loop A at the poses fr.
+
+    rot, x, y, z that close loop A at the poses fr (G = B): Rot(n_p, rot) = R_p^T R_B K, minus the in-plane
     offset of p from B along e1, e2, and 0."""
     RB, Rp = fr.R[B], fr.R[g["p"]]
     rel = RB.T @ (fr.p[g["p"]] - fr.p[B])

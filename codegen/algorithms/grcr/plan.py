@@ -37,15 +37,19 @@ LOOP_TYPES = ("revolute", "prismatic")
 
 
 def cut_axis(cut) -> np.ndarray:
+    """The axis of a cut joint (z of its frame when it has none)."""
     return np.asarray(cut.axis if cut.axis is not None else (0.0, 0.0, 1.0), float)
 
 
 def phantom_name(cut) -> str:
+    """The name of the phantom body that opens the loop of `cut`."""
     return f"{cut.name}~phantom"
 
 
 def state_model(model: Model) -> Model:
-    """The tree the kernels integrate: the model's joints, then one phantom body per cut (massless, hung
+    """The tree the kernels integrate: the model's joints and one phantom body per cut.
+
+    The tree the kernels integrate: the model's joints, then one phantom body per cut (massless, hung
     from the cut's child by the reversed cut).  Built without the model checks (a massless leaf makes the
     tree's own mass matrix singular; the loop closure makes the reduced one regular)."""
     aug = Model.__new__(Model)
@@ -65,7 +69,9 @@ def state_model(model: Model) -> Model:
 
 
 def loop_layout(model: Model) -> List[dict]:
-    """The loops in processing order (bases inboard first) with their chains split into the *prefix* (tree
+    """The loops in processing order, each chain split into its prefix and its tail.
+
+    The loops in processing order (bases inboard first) with their chains split into the *prefix* (tree
     joints that an earlier loop already holds) and the *tail* (the loop's own joints, then its cut).  A loop
     coupled to another (sharing joints, GRCR Sect. 5) hangs on it: its base B lies on the other loop's chain
     and its prefix is the joints of that chain right after B, up to the branching body b (the anchor, [CA eq 107]'s
@@ -163,6 +169,7 @@ class GrcrPlan(Plan):
         self.np += NP_LOOP * self.nloop
 
     def params(self) -> np.ndarray:
+        """The parameter vector: the tree's numbers, then each loop's."""
         p = super().params()                        # the tree's numbers, then the loops'
         frames = self.body_frames()
         for k, (ci, base) in enumerate(zip(self.cut_order, self.bases)):
@@ -203,6 +210,7 @@ class GrcrPlan(Plan):
                     np_tree=self.np_tree, np_loop=NP_LOOP, loop_names=self.loop_names, nhang=len(hangs))
 
     def roadmap(self) -> List[str]:
+        """The tree's roadmap with one row per loop."""
         rows = super().roadmap()
         for k, ch in enumerate(self.chains):
             base = self.body_names[self.bases[k]] if self.bases[k] >= 0 else GROUND
