@@ -1,5 +1,6 @@
-"""The loop recursion of the generalized recursive coordinate reduction (Critchley & Anderson, seed 003) in
-sympy: world-frame joint columns ([CA eq 5] about the origin, linear part first), the dependent-coordinate
+"""The loop recursion of the generalized recursive coordinate reduction in sympy.
+
+Critchley & Anderson, seed 003: world-frame joint columns ([CA eq 5] about the origin, linear part first), the dependent-coordinate
 elimination [CA eqs 28-30, 34, 36, 66], W and X [CA eqs 39-40, 76-77] and the recursions of Y, Z, H
 [CA eqs 79-81], the inboard triangularisation T [CA eq 63].  ``elements()`` is what ``mbgen inspect grcr`` shows;
 the same expressions, specialised to the kernel's storage, are the straight-line helpers the grcr template calls
@@ -43,8 +44,10 @@ def sym6(name):
 
 
 def joint_column(jtype: str, r=None, axis=None) -> sp.Matrix:
-    """World joint column s (linear velocity of the body point at the origin; angular) of a one-coordinate
-    joint through point r along unit axis a: revolute [r x a; a], prismatic [a; 0] [CA eq 5]."""
+    """World joint column s of a one-coordinate joint [CA eq 5].
+
+    s is the linear velocity of the body point at the origin, then the angular one, of a joint through point r
+    along unit axis a: revolute [r x a; a], prismatic [a; 0]."""
     r = sp.Matrix(sp.symbols("r_x r_y r_z")) if r is None else sp.Matrix(r)
     a = sp.Matrix(sp.symbols("a_x a_y a_z")) if axis is None else sp.Matrix(axis)
     if jtype == "revolute":
@@ -55,13 +58,17 @@ def joint_column(jtype: str, r=None, axis=None) -> sp.Matrix:
 
 
 def X_apply(s, rho, Q, V) -> sp.Matrix:
-    """X V with X = -s Q rho^T [CA eq 77] (the shift tensors being identities in world coordinates): a rank-one
+    """X V with X = -s Q rho^T [CA eq 77].
+
+    The shift tensors being identities in world coordinates): a rank-one
     product, rho^T V first."""
     return -s * (Q * (rho.T * V))
 
 
 def elimination(s=None, R=None) -> OrderedDict:
-    """One dependent coordinate eliminated from the tip: rho = R s, Q = (s^T R s)^-1 [CA eq 34], R' [CA eq 36],
+    """One dependent coordinate eliminated from the tip.
+
+    rho = R s, Q = (s^T R s)^-1 [CA eq 34], R' [CA eq 36],
     X = -s Q rho^T and W = U + X ([CA eqs 76-77], the shift tensors being identities in world coordinates)."""
     s = vec("s") if s is None else s
     R = sym6("R") if R is None else R
@@ -88,7 +95,9 @@ def triangularisation(s=None, Ihp=None) -> OrderedDict:
 
 
 def inboard_acceleration(s, c, u0, up, b, d, A0, a) -> Tuple[sp.Basic, sp.Matrix]:
-    """One inboard joint [CA eq 59]: u_k = -(b + u0^T A_0 + up^T (a + c)) / M-hat and the next body's acceleration
+    """One inboard joint [CA eq 59].
+
+    u_k = -(b + u0^T A_0 + up^T (a + c)) / M-hat and the next body's acceleration
     relative to the base a' = a + c + s u_k."""
     u = -(b + (u0.T * A0)[0] + (up.T * (a + c))[0]) / d
     return u, a + c + s * u
@@ -110,8 +119,9 @@ def elements() -> OrderedDict:
 
 # ---------------------------------------------------------------------------------------------- kernels
 class Staged(Kernel):
-    """A Kernel whose printed body computes every output into a local before the first store, so that the C
-    compiler need not reload the inputs after each store (the arrays are plain pointers that might alias)."""
+    """A Kernel whose printed body computes every output into a local before the first store.
+
+    The C compiler need not reload the inputs after each store (the arrays are plain pointers that might alias)."""
 
     @property
     def lines(self):
@@ -139,6 +149,7 @@ def _out6(k: Kernel, name: str, M: sp.Matrix, op: str = "="):
 
 
 def eliminate_step() -> Kernel:
+    """The kernel of one dependent coordinate's elimination: R^k, rho, Q and the partition's health."""
     k = Staged("eliminate_step", "[CA eqs 34, 36, 66]",
                "In: s (the column about the loop's point p), p, R = R^{k+1} (6x6, row major). Out: R <- R^k = "
                "R - rho Q rho^T, rho = R s shifted to the origin (rho_v; rho_w + p x rho_v), Q = (s^T R s)^-1, "
@@ -163,6 +174,7 @@ def eliminate_step() -> Kernel:
 
 
 def map_Y() -> Kernel:
+    """The kernel Y <- W Y of the dependent region."""
     k = Staged("map_Y", "[CA eqs 76-77, 79]",
                "In: s, rho, q of a dependent joint. Out: Y <- W Y = Y + X Y, X = -s q rho^T (6x6, row major).",
                (Arg("s", 6, "in"), Arg("rho", 6, "in"), Arg("q", 1, "in", True), Arg("Y", 36, "inout")),
@@ -173,6 +185,7 @@ def map_Y() -> Kernel:
 
 
 def map_Z() -> Kernel:
+    """The kernel Z <- W Z + c + X C of the dependent region."""
     k = Staged("map_Z", "[CA eqs 76-77, 80]",
                "In: s, rho, q, c (product term), C (suffix sum of c) of a dependent joint. Out: Z <- W Z + c + X C.",
                (Arg("s", 6, "in"), Arg("rho", 6, "in"), Arg("q", 1, "in", True), Arg("c", 6, "in"), Arg("C", 6, "in"),
@@ -183,6 +196,7 @@ def map_Z() -> Kernel:
 
 
 def body_load() -> Kernel:
+    """The kernel of a region body's load: I Y and I Z - Q."""
     k = Staged("body_load", "[CA eqs 87-91]",
                "In: I, Q of a region body, its map a = Y a_p + H x + Z. Out: its force I a - Q in a_p: "
                "cp = I Y (6x6), cz = I Z - Q (the factor of x, I H, is per independent: the template's loop).",
@@ -195,6 +209,7 @@ def body_load() -> Kernel:
 
 
 def hang_load() -> Kernel:
+    """The kernel of a coupled loop's load on the two bodies it hangs on."""
     k = Staged("hang_load", "[CA eqs 103-111]",
                "In: one side of a coupled loop's load f = KB A_B + Kb A_b + kz, the maps A_B = A_0 + YB a_p + HB x + ZB "
                "and A_b = A_0 + Yb a_p + Hb x + Zb. Out: f = c0 A_0 + cp a_p + cx x + cz: c0 = KB + Kb, "
@@ -210,6 +225,7 @@ def hang_load() -> Kernel:
 
 
 def region_share() -> Kernel:
+    """The kernel of the region's fixed-size sums, shared by its bodies and hanging loops."""
     k = Staged("region_share", "[CA eqs 53-55, 92-95]",
                "In: a load f = c0 A_0 + cp a_p + cz (+ x terms) on a body whose map has Y = Yh. Out (added): "
                "SYI += Yh^T c0, SYIY += Yh^T cp, SYb += Yh^T cz; the loop's total on its base S4 += c0, S1 += cp, "
@@ -228,6 +244,7 @@ def region_share() -> Kernel:
 
 
 def inboard_step() -> Kernel:
+    """The kernel of the inboard triangularisation T applied to Ih0, Ihp, beta."""
     k = Staged("inboard_step", "[CA eqs 60-64]",
                "In: s, c of inboard joint k; Ih0, Ihp (symmetric: its upper triangle is read), beta of the region "
                "folded onto body k. Out: up = Ihp s, u0 = Ih0^T s, b = s^T beta, d = M-hat = s^T Ihp s; "
@@ -251,6 +268,7 @@ def inboard_step() -> Kernel:
 
 
 def affine_step() -> Kernel:
+    """The kernel of the affine acceleration a = al A_0 + ga a_b + be through one inboard joint."""
     k = Staged("affine_step", "[CA eq 59]",
                "In: s, c, u0, up, b, d of inboard joint k. Out: the body's acceleration relative to the base, "
                "a = al A_0 + ga a_b + be (6x6, 6x6, 6), carried through the joint: a <- a + c + s u_k, "
@@ -269,6 +287,7 @@ def affine_step() -> Kernel:
 
 
 def inboard_accel() -> Kernel:
+    """The kernel of one inboard joint's acceleration in the forward pass."""
     k = Staged("inboard_accel", "[CA eq 59]",
                "In: s, c, u0, up, b, d of inboard joint k, the base's acceleration A0, the body's acceleration "
                "relative to the base a. Out: ud = u_k = -(b + u0^T A_0 + up^T (a + c)) / d, a <- a + c + s u_k.",
@@ -300,12 +319,14 @@ def _force(name: str, eq: str, doc: str, body: bool) -> Kernel:
 
 
 def body_force() -> Kernel:
+    """The kernel of an inboard body's force as affine terms."""
     return _force("body_force", "[CA eqs 20-22]",
                   "In: I, Q of inboard body k, its acceleration relative to the base a = al A_0 + ga a_b + be. "
                   "Out (added): its force I (A_0 + a) - Q = FA A_0 + FG a_b + Fb.", True)
 
 
 def region_force() -> Kernel:
+    """The kernel of the region's force as affine terms."""
     return _force("region_force", "[CA eqs 20-22, 99]",
                   "In: the region's sums S4, S1, S3 (force S4 A_0 + S1 a_p + S2 x + S3), a_p = al A_0 + ga a_b + be. "
                   "Out (added): the terms without x to FA A_0 + FG a_b + Fb (the x terms: the template's loop).", False)
