@@ -1,7 +1,7 @@
 """The loop recursion of the generalized recursive coordinate reduction in sympy.
 
-Critchley & Anderson, seed 003: world-frame joint columns ([CA eq 5] about the origin, linear part first), the dependent-coordinate
-elimination [CA eqs 28-30, 34, 36, 66], W and X [CA eqs 39-40, 76-77] and the recursions of Y, Z, H
+Critchley & Anderson, seed 003: world-frame joint columns ([CA eq 5] about the origin, linear part first), the
+dependent-coordinate elimination [CA eqs 28-30, 34, 36, 66], W and X [CA eqs 39-40, 76-77] and the recursions of Y, Z, H
 [CA eqs 79-81], the inboard triangularisation T [CA eq 63].  ``elements()`` is what ``mbgen inspect grcr`` shows;
 the same expressions, specialised to the kernel's storage, are the straight-line helpers the grcr template calls
 (``grcr_kernels``: codegen.symbolic.articulated's Kernel type and printer, one helper per step; ``Staged``
