@@ -11,7 +11,6 @@ Yoon's passes at the instant global origin); the loop recursion's fixed-size ste
 codegen.symbolic.grcr; run time (dependents, closure, switches): codegen.runtime.families.grcr.
 """
 from ...model import JOINT_TYPES
-from ...symbolic.grcr import grcr_kernels
 from ...symbolic.layout import Layout
 from ..family import Family
 from ..tree_plan import articulated_vars, per_body_size, work_layout
@@ -51,6 +50,7 @@ def template_vars(plan: GrcrPlan, options: dict) -> dict:
                             ("hang", max(1, lv["nhang"]) * hang.size), ("hx", 6 * nmax)))
     gw = gw.shifted(per_body_size() * plan.nb)     # after the tree's per-body blocks
     tv = articulated_vars(plan, "origin", size)       # the tree outside the chains: Kang & Yoon at the origin
+    from ...symbolic.grcr import grcr_kernels      # (sympy only when a module is generated, not on a cached run)
     tv["spatial"] = tuple(tv["spatial"]) + grcr_kernels()   # the loop recursion's steps (codegen.symbolic.grcr)
     tv.update(lv, gw=gw, scratch_layout=scratch, hang_layout=hang, load_layout=LOAD, loop_params=LOOP_PARAMS,
               ref_point="origin", project_hook=True)
