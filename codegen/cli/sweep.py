@@ -22,8 +22,9 @@ def register(sub):
     """Register the command ``sweep``."""
     s = sub.add_parser("sweep", help="simulate a grid of parameter values on Dask workers",
                        formatter_class=Formatter, epilog=EXAMPLE,
-                       description="One build; every combination of the --set values is a Dask task (a LocalCluster\n"
-                                   "on this machine, or the workers of --scheduler); each worker loads the kernel\n"
+                       description="One build; every combination of the --set values is one run, the runs grouped\n"
+                                   "in chunks, each chunk a Dask task (a LocalCluster on this machine, the workers of\n"
+                                   "--scheduler, or this process with --in-process); each worker loads the kernel\n"
                                    "once. The results are stacked on a leading run axis (q: runs x nt x nq, ...)\n"
                                    "with param_names and param_values (runs x n_params). Settings: the option,\n"
                                    "else the model file's `simulation:` section, else the built-in default.")

@@ -33,3 +33,18 @@ def test_a_signal_stops_a_compiled_run(chain3, tmp_path, sig, code, words):
     assert time.perf_counter() - t0 < 5.0 and p.returncode == code, (p.returncode, err)
     assert err.strip() == f"mbgen: {words}" and "Traceback" not in out + err
     assert os.listdir(tmp_path) == []                # no result, no temporary file
+
+
+def test_a_signal_stops_a_sweep(chain3, tmp_path):
+    """A 10^5-run sweep (minutes) stops on Ctrl-C between runs of a chunk: exit 130, one line, nothing written."""
+    argv = [sys.executable, "-m", "codegen.cli", "sweep", "chain:3", "--set", "bodies.link1.mass=1:2:100000",
+            "--t-end", "0.05", "--in-process", "--out", str(tmp_path / "s.npz"), "--quiet"]
+    p = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(6.0)                                  # start-up, cache hit, the pre-check, into the runs
+    assert p.poll() is None, p.communicate()
+    t0 = time.perf_counter()
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert time.perf_counter() - t0 < 5.0 and p.returncode == 130, (p.returncode, err)
+    assert err.strip() == "mbgen: interrupted (Ctrl-C)" and "Traceback" not in out + err
+    assert os.listdir(tmp_path) == []
