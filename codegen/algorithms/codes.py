@@ -39,12 +39,20 @@ class Switching(IntEnum):
     GCL = 2                   # stop with Fail.DEGRADED so that the runtime restructures the loop (Sect. 5)
 
 
+class Step(IntEnum):
+    """What a compiled integrator's advance (rk4, dopri5) returns to its driver."""
+
+    OK = 0                    # advanced to the end
+    STOP = -1                 # stopped on request: the force hook raised or a signal arrived (the driver raises it)
+    FAILED = -2               # dopri5 failed: fail_code, fail_t, fail_sample and fail_index say where and why
+
+
 class Poll(IntEnum):
     """How often a compiled run looks for a pending signal (Ctrl-C, SIGTERM): every EVERY steps (~1-20 ms)."""
 
     EVERY = 4096
 
 
-TEMPLATE_ENUMS = {"FAIL": Fail, "SWITCH": Switching, "POLL": Poll}     # C names: FAIL_NONFINITE, SWITCH_ACS, ...
+TEMPLATE_ENUMS = {"FAIL": Fail, "SWITCH": Switching, "POLL": Poll, "STEP": Step}  # C names: FAIL_NONFINITE, STEP_OK, ...
 
-__all__ = ["FAIL_REASONS", "Fail", "Poll", "Switching", "TEMPLATE_ENUMS"]
+__all__ = ["FAIL_REASONS", "Fail", "Poll", "Step", "Switching", "TEMPLATE_ENUMS"]

@@ -17,7 +17,7 @@ def plus(model, q, dv):
     """q (+) dv: q moved by the tangent vector dv (nv)."""
     q = np.array(q, float, copy=True)
     for j, (iq, iv) in zip(model.joints, model.q_offsets()):
-        nq, nv = JOINT_TYPES[j.type][:2]
+        nq, nv = JOINT_TYPES[j.type].nq, JOINT_TYPES[j.type].nv
         if j.type not in QUATERNION_JOINTS:
             q[iq:iq + nq] += dv[iv:iv + nv]
             continue
@@ -34,7 +34,7 @@ def minus(model, q1, q0):
     """The tangent vector dv with plus(q0, dv) == q1."""
     d = np.zeros(model.nv)
     for j, (iq, iv) in zip(model.joints, model.q_offsets()):
-        nq, nv = JOINT_TYPES[j.type][:2]
+        nq, nv = JOINT_TYPES[j.type].nq, JOINT_TYPES[j.type].nv
         if j.type not in QUATERNION_JOINTS:
             d[iv:iv + nv] = q1[iq:iq + nq] - q0[iq:iq + nq]
             continue
@@ -62,6 +62,6 @@ def pin_v_order(peer) -> np.ndarray:
     """perm with v_pin[perm] == v_ours (DictPeer of a model without free joints, where v_pin = u)."""
     perm = np.zeros(peer.nv, int)
     for t, _, iv, _, pv in peer.layout:
-        n = JOINT_TYPES[t][1]
+        n = JOINT_TYPES[t].nv
         perm[iv:iv + n] = np.arange(pv, pv + n)
     return perm

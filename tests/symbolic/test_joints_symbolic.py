@@ -19,7 +19,7 @@ def test_joint_model_consistency(jtype):
     checked by finite differences at a random state; c_w, c_v are the time derivatives of S u."""
     jm = joint_model(jtype)
     rng = np.random.default_rng(1)
-    nq, nv = JOINT_TYPES[jtype][:2]
+    nq, nv = JOINT_TYPES[jtype].nq, JOINT_TYPES[jtype].nv
     q = rng.normal(size=nq)
     if jtype in ("spherical", "free"):
         o = 0 if jtype == "spherical" else 3

@@ -121,7 +121,7 @@ def plan_mstmm(plan) -> Dict:
     for j in range(plan.nb - 1, -1, -1):
         kind = kind_of(j, kids)
         t = plan.types[j]
-        nv = JOINT_TYPES[t][1]
+        nv = JOINT_TYPES[t].nv
         if kind == "junction":
             groups.append({"kind": kind, "j": j, "inputs": [(c, plan.types[c]) for c in kids[j]], "type": t,
                            "nv": nv, "name": names[j], "input_names": [names[c] for c in kids[j]]})
