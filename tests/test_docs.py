@@ -5,10 +5,14 @@ either runs here or says why not (the convention is in docs/contributing.md):
 - ``bash`` blocks: every line an ``mbgen`` command, run in-process; status 0, or the one its comment names;
 - ``python`` blocks: the blocks of one page in order, in one namespace;
 - ``yaml`` blocks: parsed, and a complete model (``bodies`` or ``beams``) loaded and checked;
-- a block after ``<!-- not-run: REASON -->`` is not run; ``text`` and unlabelled blocks are output or drawings.
+- a block after ``<!-- not-run: REASON -->`` is not run; ``text`` and unlabelled blocks are output or drawings;
+- a ``text`` block after ``<!-- output -->`` is the output of the bash block before it: each of its lines is a
+  line of what the block's commands printed (spaces collapsed, numbers free), so shown output stays real.
 
-Blocks run in a temporary folder whose ``examples/`` is the repository's. They build no kernel the rest of the
-suite does not build anyway (M1 with the default options: tests/cli/test_cli_help.py); the build cache is shared.
+Blocks run in a temporary folder whose ``examples/`` is the repository's; ``$NAME`` in a bash block is the environment
+variable (a python block before it may set it). The tutorials build only kernels the rest of the suite builds
+anyway (the build cache is shared by content hash: M1 .. M6 with the options their family tests use, TIAGo as
+tests/peers/test_robots.py builds it), so running them costs their runs, not builds.
 """
 from __future__ import annotations
 
@@ -36,6 +40,7 @@ README_MAX_LINES = 200
 
 FENCE = re.compile(r"^(\s*)```\s*([\w+-]*)\s*$")
 NOT_RUN = re.compile(r"^\s*<!--\s*not-run:\s*(.*?)\s*-->\s*$")
+OUTPUT = re.compile(r"^\s*<!--\s*output\s*-->\s*$")
 SNIPPET = re.compile(r'^\s*--8<--\s+"([^"]+)"\s*$')
 RUNNABLE = {"bash", "python", "yaml"}
 NOT_CODE = {"", "text"}
@@ -48,6 +53,7 @@ class Block:
     lang: str
     text: str
     not_run: str | None          # the reason, when marked
+    output: bool = False         # marked <!-- output -->: the output of the bash block before it
 
     @property
     def where(self):
@@ -76,7 +82,8 @@ def code_blocks(page: Path) -> list:
             j += 1
         body = "\n".join(ln[len(indent):] if ln.startswith(indent) else ln for ln in lines[i + 1:j])
         marker = NOT_RUN.match(lines[i - 1]) if i else None
-        blocks.append(Block(page, i + 1, lang, body, marker.group(1) if marker else None))
+        output = bool(i and OUTPUT.match(lines[i - 1]))
+        blocks.append(Block(page, i + 1, lang, body, marker.group(1) if marker else None, output))
         i = j + 1
     return blocks
 
@@ -134,7 +141,7 @@ def _commands(text):
             continue
         code, _, comment = line.partition(" #")
         m = re.search(r"exit (\d+)", comment)
-        argv = shlex.split(code, comments=True)
+        argv = [os.path.expandvars(a) for a in shlex.split(code, comments=True)]
         if argv:
             out.append(_Cmd(argv, int(m.group(1)) if m else 0))
     return out
@@ -160,8 +167,10 @@ def test_code_blocks_run(page, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("MPLBACKEND", "Agg")
     (tmp_path / "examples").symlink_to(ROOT / "examples")
     monkeypatch.chdir(tmp_path)
-    env = {"__name__": "__docs__"}
+    env, printed = {"__name__": "__docs__"}, ""
     for b in code_blocks(page):
+        if b.output:
+            _assert_shown_output_is_real(b, printed)
         if b.not_run is not None or b.lang not in RUNNABLE:
             continue
         if b.lang == "yaml":
@@ -171,6 +180,7 @@ def test_code_blocks_run(page, tmp_path, monkeypatch, capsys):
             elif isinstance(data, dict) and "bodies" in data:
                 codegen.model_from_dict(data)
         elif b.lang == "bash":
+            printed = ""
             for cmd in _commands(b.text):
                 if cmd[0] != "mbgen":
                     continue                  # test_every_code_block_runs_or_says_why_not names it
@@ -179,6 +189,7 @@ def test_code_blocks_run(page, tmp_path, monkeypatch, capsys):
                 except SystemExit as e:       # argparse: unknown command or option, --help
                     rc = e.code
                 out = capsys.readouterr()
+                printed += out.out
                 assert (rc or 0) == cmd.status, f"{b.where}: `{' '.join(cmd)}` exited {rc}: {out.err[-2000:]}"
         else:
             with contextlib.redirect_stdout(io.StringIO()):
@@ -188,11 +199,45 @@ def test_code_blocks_run(page, tmp_path, monkeypatch, capsys):
                     raise AssertionError(f"{b.where}: the python block failed: {e!r}") from e
 
 
-def test_derivatives_tutorial_block_is_the_one_tests_run():
-    """The LQR block of the derivatives tutorial is marked not-run because tests/algorithms/test_derivatives.py
-    runs it as written; it must stay findable there."""
-    text = (DOCS / "tutorials" / "derivatives-lqr.md").read_text()
-    assert "sys.set_feedback(K, x_ref=np.r_[q, u])" in text.split("```python\n", 1)[1].split("```", 1)[0]
+NUMBER = re.compile(r"[-+]?\d+(?:\.\d*)?(?:e[-+]?\d+)?")
+
+
+def _squash(text):
+    """The lines of a text with spaces collapsed and every number read as '#' (wall times and round-off vary)."""
+    return [NUMBER.sub("#", " ".join(ln.split())) for ln in text.splitlines() if ln.strip()]
+
+
+def _assert_shown_output_is_real(b, printed):
+    """Every line of an <!-- output --> block is a line the bash block before it printed."""
+    real = set(_squash(printed))
+    missing = [ln for ln in _squash(b.text) if ln not in real]
+    assert not missing, f"{b.where}: shown output differs from the real output; not printed: {missing[:3]}\n" \
+                        f"printed:\n{printed[-2000:]}"
+
+
+def test_the_output_check_can_fail():
+    b = Block(ROOT / "README.md", 1, "text", "  results:  results/m.npz\nin 0.009 s wall", None, True)
+    _assert_shown_output_is_real(b, "results: results/m.npz\nin 0.2 s wall\nmore\n")
+    with pytest.raises(AssertionError, match="not printed"):
+        _assert_shown_output_is_real(b, "results: results/other.npz\nin 0.2 s wall\n")
+
+
+def test_output_markers_follow_a_bash_block():
+    bad = []
+    for page in PAGES:
+        blocks = code_blocks(page)
+        for k, b in enumerate(blocks):
+            if b.output and (b.lang not in NOT_CODE or k == 0 or blocks[k - 1].lang != "bash"
+                             or blocks[k - 1].not_run is not None):
+                bad.append(f"{b.where}: <!-- output --> marks a text block right after a bash block that runs")
+    assert not bad, "\n".join(bad)
+
+
+def test_not_run_markers_name_tests_that_exist():
+    """A not-run reason that names a test file (tests/...py) names one that exists."""
+    bad = [f"{b.where}: {m}" for page in PAGES for b in code_blocks(page) if b.not_run
+           for m in re.findall(r"tests/[\w/]+\.py", b.not_run) if not (ROOT / m).is_file()]
+    assert not bad, "\n".join(bad)
 
 
 # ---------------------------------------------------------------- the API reference's docstrings

@@ -291,11 +291,3 @@ def test_refused_by_name():
         c.set_hook(None)
 
 
-def test_readme_example_runs():
-    """The derivatives tutorial's LQR block runs as written (a double pendulum back upright; tests/test_docs.py
-    leaves this block to this test, which builds the same kernel as the tests above)."""
-    text = (EXAMPLES.parent / "docs" / "tutorials" / "derivatives-lqr.md").read_text()
-    block = text.split("```python\n", 1)[1].split("```", 1)[0]
-    env = {}
-    exec(compile(block, "docs/tutorials/derivatives-lqr.md", "exec"), env)
-    assert env["As"].shape == (1, 100, 4, 4)
