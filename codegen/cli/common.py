@@ -260,6 +260,10 @@ def validate_args(args):
         if os.path.lexists(out) and not os.path.isdir(out):
             raise ValueError(f"--out {out}: exists and is not a Zarr folder")
         check_out_folder(out.rstrip("/"), "--out")
+    elif cmd == "export-c":                                                # a folder, written again on a re-export
+        if os.path.lexists(out) and not os.path.isdir(out):
+            raise ValueError(f"--out {out}: exists and is not a folder")
+        check_out_folder(os.path.join(out.rstrip("/"), "model.c"), "--out")
     else:
         check_out_path(out, "--out")
 

@@ -27,6 +27,7 @@ DESCRIPTIONS = {
 DERIVATIVES = {"grcr": "no (closed loops: build the tree with recursive)", "rancf": "no (flexible beams)"}
 C_EXPORT = ("yes: mbgen export-c (standalone C99 and CasADi external functions; rigid trees with gravity, armature, "
             "joint spring-dampers and joint forces)")
+C_EXPORT_NO = "no (mbgen export-c: {} only for now)"
 DERIVATIVES_TREES = ("analytical (trees without cut joints or point springs; compiled with build(..., derivatives=True) "
                      "or on first use)")
 
@@ -101,7 +102,7 @@ def print_algorithms():
         print(f"  options:     {opts}")
         print(f"  integrators: {', '.join(f.integrators)}")
         print(f"  derivatives: {DERIVATIVES.get(f.name, DERIVATIVES_TREES)}")
-        print(f"  C export:    {C_EXPORT if f.name in EXPORT_FAMILIES else 'no (mbgen export-c: recursive only for now)'}")
+        print(f"  C export:    {C_EXPORT if f.name in EXPORT_FAMILIES else C_EXPORT_NO.format(', '.join(EXPORT_FAMILIES))}")
         print(f"  template:    templates/{f.template}")
 
 

@@ -1,9 +1,10 @@
 """Print the sympy kernels of the rigid-tree families as C99 functions (the standalone C export, issue 26).
 
 The kernels are the ones the Cython modules compile: ``codegen.symbolic.articulated`` (Kang & Yoon's spatial algebra),
-``codegen.symbolic.body_kernels`` (world kinematics and Newton-Euler per body pattern) and the joint helpers of
-``codegen.symbolic.joints`` (qdot). Their statements come from the same CSE, in the same order, printed by the same
-sympy C99 printer; the Cython text has exactly two statement forms, which this module turns into C:
+``codegen.symbolic.body_kernels`` (world kinematics, poses and Newton-Euler per body pattern) and the joint helpers
+of ``codegen.symbolic.joints`` (qdot; the motion subspaces of the dense family). Their statements come from the
+same CSE, in the same order, printed by the same sympy C99 printer; the Cython text has exactly two statement
+forms, which this module turns into C:
 
     cdef double NAME = EXPR          ->   const double NAME = EXPR;
     ARRAY[INDEX] OP EXPR             ->   ARRAY[INDEX] OP EXPR;          (OP: =, +=, -=)
@@ -109,13 +110,35 @@ def c_assignment_block(block: Tuple[Sequence[str], Sequence[str]], where: str) -
     return out
 
 
-def c_qdot(jtype: str) -> CFunction:
-    """qdot = G(q) u of one joint type (``codegen.symbolic.joints.jcalc_code``) as a C function."""
+_JOINT_MAPS = {   # block of codegen.symbolic.joints.jcalc_code -> (C parameters, what, citation)
+    "qdot": ("const double* q, const double* u, double* qd", "kinematic map qdot = G(q) u", "[KY eq 16]"),
+    "jchild": ("const double* q, const double* u, double* Sc, double* cJ",
+               "child-frame motion subspace Sc (6 x n, column k at Sc + 6 k) and product term cJ", "[KY eq 12]"),
+}
+
+
+def c_joint_map(jtype: str, which: str = "qdot") -> CFunction:
+    """One joint helper of ``codegen.symbolic.joints.jcalc_code`` as a C function ``WHICH_JTYPE``.
+
+    Parameters
+    ----------
+    jtype : str
+        The joint type (a key of ``codegen.model.JOINT_TYPES``).
+    which : str
+        ``qdot`` (qdot = G(q) u) or ``jchild`` (Sc, cJ of the dense family's composite rigid body algorithm).
+
+    Returns
+    -------
+    CFunction
+        The static inline C99 function.
+    """
     from ..symbolic.joints import jcalc_code
-    body = ["(void)q;", "(void)u;", "(void)qd;"] + c_assignment_block(jcalc_code(jtype)["qdot"], f"qdot_{jtype}")
-    text = (f"static inline void qdot_{jtype}(const double* q, const double* u, double* qd)\n{{\n"
+    params, what, cite = _JOINT_MAPS[which]
+    names = param_names(params)
+    body = [f"(void){n};" for n in names] + c_assignment_block(jcalc_code(jtype)[which], f"{which}_{jtype}")
+    text = (f"static inline void {which}_{jtype}({params})\n{{\n"
             + "".join(f"    {ln}\n" for ln in body) + "}\n")
-    return CFunction(f"qdot_{jtype}", f"kinematic map qdot = G(q) u of a {jtype} joint [KY eq 16]", text)
+    return CFunction(f"{which}_{jtype}", f"{what} of a {jtype} joint {cite}", text)
 
 
 def c_literal(x: float) -> str:

@@ -8,18 +8,20 @@
                      reentrant and thread-safe with one workspace per thread
     NAME_params.h    the model's numeric parameter vector (the Python module's ``Plan.params()``: the same numbers,
                      so the numbers of ``update_model`` can be written out with ``params_header``), q0, u0
-    NAME_main.c      one forward-dynamics call and a short RK4 simulation, printed
+    NAME_main.c      forward dynamics and joint wrenches at the initial state and a short RK4 simulation, printed
     CMakeLists.txt, Makefile
 
 The maths is the Cython module's: the same sympy kernels (``codegen.symbolic.articulated``,
 ``codegen.symbolic.body_kernels``, the joints' qdot), specialised to the same body patterns, reduced by the same
 CSE and printed by the same printer; ``codegen.compiler.c_emit`` turns their statements into C. The templates
 (templates/c/) hold the structure: the passes of templates/recursive/recursive.pyx.j2 (Kang & Yoon's O(n) forward
-dynamics at the chosen analysis reference point) and the RNEA of templates/shared/base.pyx.j2.
+dynamics at the chosen analysis reference point, c/passes.c.j2) or of templates/dense/dense.pyx.j2 (CRBA mass
+matrix, RNEA bias, Cholesky: the O(n^3) reference, c/dense.c.j2), the RNEA and the joint reaction wrenches of
+templates/shared/base.pyx.j2 (c/rnea.c.j2, c/api.c.j2). Both families give NAME.h the same functions.
 
-Exported: family ``recursive`` on rigid trees, every joint type, fixed and floating base, gravity, armature, joint
-spring-dampers and joint forces (time functions). Refused by name (``ExportRefused``, exit 2 on the command line),
-never dropped: what ``UNSUPPORTED`` lists.
+Exported: the families ``EXPORT_FAMILIES`` (``recursive``, ``dense``) on rigid trees, every joint type, fixed and
+floating base, gravity, armature, joint spring-dampers and joint forces (time functions). Refused by name
+(``ExportRefused``, exit 2 on the command line), never dropped: what ``UNSUPPORTED`` lists, another algorithm.
 """
 from __future__ import annotations
 
@@ -30,9 +32,9 @@ from typing import Dict, List, Optional
 from .._version import __version__
 from ..algorithms import family
 from ..algorithms.tree_plan import ARTICULATED_WORK, runs, work_layout
-from .c_emit import c_array_rows, c_comment, c_kernel, c_literal, c_qdot
+from .c_emit import c_array_rows, c_comment, c_joint_map, c_kernel, c_literal
 
-EXPORT_FAMILIES = ("recursive",)          # the families `mbgen export-c` writes (mbgen inspect algorithms says so)
+EXPORT_FAMILIES = ("recursive", "dense")   # the families `mbgen export-c` writes (mbgen inspect algorithms says so)
 REF_POINTS = ("centroid", "joint", "origin")
 _PREFIX = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,62}$")
 _C_KEYWORDS = {"auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
@@ -49,6 +51,7 @@ class ExportRefused(ValueError):
 UNSUPPORTED = (
     ("flexible beams", lambda m: hasattr(m, "beams") or not hasattr(m, "joints")),
     ("closed loops (cut joints)", lambda m: [c.name for c in getattr(m, "cuts", [])]),
+    ("couplings (joint and tendon equalities, URDF mimic)", lambda m: [c.name for c in getattr(m, "couplings", [])]),
     ("actuators", lambda m: [a.name for a in getattr(m, "actuators", [])]),
     ("tendons", lambda m: [t.name for t in getattr(m, "tendons", [])]),
     ("joint limits", lambda m: [j.name for j in m.joints if getattr(j, "limits", None) is not None]),
@@ -113,26 +116,38 @@ def _coordinate_rows(model, plan) -> List[dict]:
     return rows
 
 
-def export_vars(model, ref_point: str = "centroid", prefix: Optional[str] = None) -> dict:
-    """The variables of templates/c/: sizes, tree arrays, runs, the kernels printed as C, forces, names (escaped)."""
+def _kernels(algorithm: str, plan, kinds, ref_point: str) -> dict:
+    """The sympy kernels of one family as C: per body pattern, the spatial algebra (recursive), the joint maps."""
     from ..model import JOINT_TYPES
     from ..symbolic.articulated import recursive_kernels
-    from ..symbolic.body_kernels import NIB, body_kernels
+    from ..symbolic.body_kernels import body_kernels
+    types_nv = [(t, JOINT_TYPES[t].nv) for t in plan.joint_types_used]
+    per_body = ("kin", "rnea", "rnea_back") if algorithm == "recursive" else ("pose", "rnea", "rnea_back")
+    nvs = tuple(sorted({nv for _, nv in types_nv}))
+    return dict(
+        types_nv=types_nv, body=[c_kernel(k) for k in body_kernels(kinds, per_body)],
+        spatial=[c_kernel(k) for k in recursive_kernels(ref_point, nvs)] if algorithm == "recursive" else [],
+        qdots=[c_joint_map(t) for t, _ in types_nv if JOINT_TYPES[t].nq],
+        jchild=[c_joint_map(t, "jchild") for t, _ in types_nv] if algorithm == "dense" else [],
+        joint_kinds=sorted(dict(ck for s in plan.segments for ck in s.kinds).items()))
+
+
+def export_vars(model, ref_point: str = "centroid", prefix: Optional[str] = None,
+                algorithm: str = "recursive") -> dict:
+    """The variables of templates/c/: sizes, tree arrays, runs, the kernels printed as C, forces, names (escaped)."""
+    from ..symbolic.body_kernels import NIB
     from ..symbolic.layout import BODY_PARAMS, P_BODIES
     if ref_point not in REF_POINTS:
         raise ValueError(f"--ref-point must be one of {', '.join(REF_POINTS)}, got {ref_point!r}")
-    check_exportable(model)
+    check_exportable(model, algorithm)
     prefix = check_prefix(prefix) if prefix is not None else default_prefix(model.name)
-    fam = family("recursive", model)
+    fam = family(algorithm, model)
+    if fam.check is not None:
+        fam.check(model)
     plan = fam.make_plan(model)
     pats = plan.patterns()
     kinds = tuple(sorted(set(pats), key=lambda p: p.name))
     ksegments, kind_code = runs(pats)
-    types_nv = [(t, JOINT_TYPES[t].nv) for t in plan.joint_types_used]
-    nvs = tuple(sorted({nv for _, nv in types_nv}))
-    body = [c_kernel(k) for k in body_kernels(kinds, ("kin", "rnea", "rnea_back"))]
-    spatial = [c_kernel(k) for k in recursive_kernels(ref_point, nvs)]
-    qdots = [c_qdot(t) for t, _ in types_nv if JOINT_TYPES[t].nq]
     work, per_body = work_layout(ARTICULATED_WORK)
     forces = [f for f in plan.forces if f.kind in ("spring", "jforce")]
     if len(forces) != len(plan.forces):                        # check_exportable refused the rest already
@@ -141,15 +156,15 @@ def export_vars(model, ref_point: str = "centroid", prefix: Optional[str] = None
         f.data = dict(f.data, name=c_comment(f.data["name"]))
     return dict(
         P=prefix, PU=prefix.upper(), version=__version__, model_name=c_comment(model.name),
-        source=c_comment(getattr(model, "source", "")), ref_point=ref_point,
+        source=c_comment(getattr(model, "source", "")), ref_point=ref_point, algorithm=algorithm,
         nb=plan.nb, nq=plan.nq, nv=plan.nv, np=plan.np, nib=NIB, npb=BODY_PARAMS.size, p_bodies=P_BODIES,
         body_params=BODY_PARAMS, parm=plan.arm_off, parent=plan.parent, iq=plan.iq, iv=plan.iv,
         quat=plan.quat_offsets, segments=plan.segments, jt_code=plan.jt_code, ksegments=ksegments,
-        kind_code=kind_code, types_nv=types_nv, body=body, spatial=spatial, qdots=qdots, work=work,
-        per_body=per_body, forces=forces, roadmap=[c_comment(r) for r in plan.roadmap()],
-        coords=_coordinate_rows(model, plan),
-        jt_dispatch=any(len(s.kinds) > 1 for s in plan.segments),
-        kind_dispatch=any(len(s.kinds) > 1 for s in ksegments))
+        kind_code=kind_code, work=work, per_body=per_body, forces=forces,
+        nwork=per_body * plan.nb if algorithm == "recursive" else plan.nv * plan.nv + plan.nv + 36 * plan.nb,
+        roadmap=[c_comment(r) for r in plan.roadmap()], coords=_coordinate_rows(model, plan),
+        jt_dispatch=algorithm == "dense" or any(len(s.kinds) > 1 for s in plan.segments),
+        kind_dispatch=any(len(s.kinds) > 1 for s in ksegments), **_kernels(algorithm, plan, kinds, ref_point))
 
 
 def params_vars(model, prefix: str, plan=None) -> dict:
@@ -189,18 +204,22 @@ FILES = (("c/model.h.j2", "{P}.h"), ("c/model.c.j2", "{P}.c"), ("c/main.c.j2", "
          ("c/CMakeLists.txt.j2", "CMakeLists.txt"), ("c/Makefile.j2", "Makefile"))
 
 
-def render_export(model, ref_point: str = "centroid", prefix: Optional[str] = None) -> Dict[str, str]:
+def render_export(model, ref_point: str = "centroid", prefix: Optional[str] = None,
+                  algorithm: str = "recursive") -> Dict[str, str]:
     """file name -> text of every file of the export."""
-    tv = export_vars(model, ref_point, prefix)
+    tv = export_vars(model, ref_point, prefix, algorithm)
     env = _env()
     out = {name.format(P=tv["P"]): env.get_template(tpl).render(**tv) for tpl, name in FILES}
     out[f"{tv['P']}_params.h"] = env.get_template("c/params.h.j2").render(**params_vars(model, tv["P"]))
     return out
 
 
-def export_c(model, out_dir, ref_point: str = "centroid", prefix: Optional[str] = None) -> List[Path]:
-    """Write the export into out_dir (created if needed); returns the paths written."""
-    files = render_export(model, ref_point, prefix)
+def export_c(model, out_dir, ref_point: str = "centroid", prefix: Optional[str] = None,
+             algorithm: str = "recursive") -> List[Path]:
+    """Write the export into out_dir (created if needed); returns the paths written.
+
+    ``algorithm``: a family of ``EXPORT_FAMILIES`` (``ref_point`` is the recursive family's; dense has none)."""
+    files = render_export(model, ref_point, prefix, algorithm)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []

@@ -1,12 +1,14 @@
 """Standalone C export (issue 26, `mbgen export-c`): the exported C99 library compiles with -Wall -Wextra -Werror
--pedantic, allocates nothing, and gives the Python module's forward and inverse dynamics, mass matrix and RK4
-rollouts to round-off (1e-12) on random trees of every joint type, fixed and floating base, at every analysis
-reference point; its main runs from the Makefile; casadi.external loads it; model names reach it only inside
-comments; and what it does not carry is refused by name.
+-pedantic, allocates nothing, and gives the Python module's forward and inverse dynamics, mass matrix, joint
+reaction wrenches and RK4 rollouts to round-off (1e-12) on random trees of every joint type, fixed and floating
+base, at every analysis reference point of the recursive family and for the dense family; its main runs from the
+Makefile; casadi.external loads it; model names reach it only inside comments; and what it does not carry is
+refused by name.
 
 The models are ones other tests build at the same options (tests/support/c_export.py names where), so the Python
 modules come from the shared build cache; the export itself costs its sympy kernels and one cc run each."""
 import copy
+import ctypes
 import re
 import shutil
 import subprocess
@@ -16,7 +18,8 @@ import pytest
 
 import codegen
 from codegen.cli import main
-from codegen.compiler.export_c import export_c, refusals, render_export
+from codegen.compiler.export_c import EXPORT_FAMILIES, ExportRefused, check_exportable, export_c, refusals, \
+    render_export
 from codegen.models import random_state, random_tree
 
 from support.c_export import CASES, STRICT, CLib, cc, compile_shared, floating, strip_c_comments
@@ -26,25 +29,45 @@ TOL = 1e-12
 _BUILT = {}
 
 
-def exported(tmp_path_factory, ref_point, model_fn=None, tag=""):
+def exported(tmp_path_factory, ref_point, model_fn=None, tag="", algorithm="recursive"):
     """(model, prefix, folder, ctypes library) of one export, compiled once per test run."""
-    key = (ref_point, tag)
+    key = (ref_point, tag, algorithm)
     if key not in _BUILT:
         m = (model_fn or CASES[ref_point])()
-        folder = tmp_path_factory.mktemp(f"c_{ref_point}{tag}")
-        paths = export_c(m, folder, ref_point=ref_point)
+        folder = tmp_path_factory.mktemp(f"c_{algorithm}_{ref_point}{tag}")
+        paths = export_c(m, folder, ref_point=ref_point, algorithm=algorithm)
         prefix = paths[0].stem
         so = compile_shared(folder, prefix)
-        _BUILT[key] = (m, prefix, folder, CLib(so, prefix, m.nq, m.nv))
+        lib = CLib(so, prefix, m.nq, m.nv)
+        lib.nb = len(m.joints)
+        _BUILT[key] = (m, prefix, folder, lib)
     return _BUILT[key]
 
 
-@pytest.mark.parametrize("ref_point", list(CASES))
-def test_matches_the_python_module(tmp_path_factory, ref_point):
-    """Forward dynamics (with tau and time functions), RNEA, mass matrix and an RK4 rollout with per-step tau equal
-    the Cython module's to 1e-12; the shared library references no allocator."""
-    m, prefix, folder, lib = exported(tmp_path_factory, ref_point)
-    s = get_system(m, "recursive", ref_point=ref_point)
+def joint_wrench(lib, q, u, tau=None, t=0.0):
+    """NAME_joint_wrench through ctypes: (NB, 6)."""
+    f = lib.fn("joint_wrench")
+    d = ctypes.POINTER(ctypes.c_double)
+    f.argtypes = [ctypes.c_void_p, ctypes.c_double, d, d, d, d]
+    keep = [None if x is None else np.ascontiguousarray(x, dtype=np.float64) for x in (q, u, tau)]
+    out = np.zeros((lib.nb, 6))
+    f(lib.ws, t, *[None if x is None else x.ctypes.data_as(d) for x in keep], out.ctypes.data_as(d))
+    return out
+
+
+# (reference point, family): the dense export (no reference point) of the forced tree against the dense module
+# tests/algorithms/test_derivatives.py builds of it; the floating tree's dense export is checked below. A dense
+# rollout is not compared with the recursive module: the families agree at unit quaternions (every state) but not
+# off them, where the RK4 stages evaluate before the renormalisation (1e-10 apart after 12 steps)
+EXPORTS = [(r, "recursive") for r in CASES] + [("centroid", "dense")]
+
+
+@pytest.mark.parametrize("ref_point, algorithm", EXPORTS, ids=[f"{a}-{r}" for r, a in EXPORTS])
+def test_matches_the_python_module(tmp_path_factory, ref_point, algorithm):
+    """Forward dynamics (with tau and time functions), RNEA, mass matrix, joint wrenches and an RK4 rollout with
+    per-step tau equal the Cython module's to 1e-12; the shared library references no allocator."""
+    m, prefix, folder, lib = exported(tmp_path_factory, ref_point, algorithm=algorithm)
+    s = get_system(m, algorithm, **({"ref_point": ref_point} if algorithm == "recursive" else {}))
     kinds = {j.type for j in m.joints}
     assert kinds >= {"revolute", "prismatic", "spherical", "fixed"}
     rng = np.random.default_rng(17)
@@ -58,6 +81,9 @@ def test_matches_the_python_module(tmp_path_factory, ref_point):
         assert rel_err(lib.forward_dynamics(q, u, None, t), s.forward_dynamics(q, u, None, t)) < TOL
         assert rel_err(lib.inverse_dynamics(q, u, ud, t), s.inverse_dynamics(q, u, ud, t)) < TOL, (ref_point, trial)
         assert rel_err(lib.mass_matrix(q), s.mass_matrix(q)) < TOL, (ref_point, trial)
+        W = s.kernel.joint_wrench(q, u, tau, t)
+        assert np.max(np.abs(W)) > 1e-3 and rel_err(joint_wrench(lib, q, u, tau, t), W) < TOL, (ref_point, trial)
+        assert rel_err(joint_wrench(lib, q, u, None, t), s.kernel.joint_wrench(q, u, None, t)) < TOL
     q0, u0 = m.initial_state()
     tr = rng.normal(size=(1, 12, m.nv))
     qs, us = s.rollout(q0[None], u0[None], 12, 0.01, tr)
@@ -67,11 +93,13 @@ def test_matches_the_python_module(tmp_path_factory, ref_point):
     assert not re.search(r"\b(malloc|free|calloc|realloc)\b", syms), syms
 
 
-def test_floating_base_at_the_centroid(tmp_path_factory):
-    """The floating tree exported at the centroid (the default) against its Python module at the joint point (the
-    reference points agree to 1e-10, tests/algorithms/recursive/test_recursive.py; the fixed-base tree is exported
-    at the centroid above)."""
-    m, _, _, lib = exported(tmp_path_factory, "centroid", floating, tag="_floating")
+@pytest.mark.parametrize("algorithm", EXPORT_FAMILIES)
+def test_floating_base_at_the_centroid(tmp_path_factory, algorithm):
+    """The floating tree (free joints at the root and inside) exported at the centroid (the default) and by the
+    dense family against its Python module at the joint point (the reference points agree to 1e-10,
+    tests/algorithms/recursive/test_recursive.py, and so do the families; the fixed-base tree is exported at the
+    centroid above)."""
+    m, _, _, lib = exported(tmp_path_factory, "centroid", floating, tag="_floating", algorithm=algorithm)
     s = get_system(m, "recursive", ref_point="joint")
     rng = np.random.default_rng(5)
     for _ in range(2):
@@ -79,6 +107,7 @@ def test_floating_base_at_the_centroid(tmp_path_factory):
         tau, ud = rng.normal(size=m.nv), rng.normal(size=m.nv)
         assert rel_err(lib.forward_dynamics(q, u, tau), s.forward_dynamics(q, u, tau)) < 1e-10
         assert rel_err(lib.inverse_dynamics(q, u, ud), s.inverse_dynamics(q, u, ud)) < 1e-10
+        assert rel_err(joint_wrench(lib, q, u, tau), s.kernel.joint_wrench(q, u, tau)) < 1e-10
 
 
 def test_set_params_takes_the_numbers_of_update_model(tmp_path_factory):
@@ -107,8 +136,8 @@ def test_set_params_takes_the_numbers_of_update_model(tmp_path_factory):
 
 
 def test_main_runs_from_the_makefile(tmp_path_factory):
-    """`make run` builds NAME_main (strict flags) and prints the forward dynamics at the initial state and the state
-    after 100 RK4 steps of 1 ms: the Python module's numbers."""
+    """`make run` builds NAME_main (strict flags) and prints the forward dynamics and joint wrenches at the initial
+    state and the state after 100 RK4 steps of 1 ms: the Python module's numbers."""
     m, prefix, folder, _ = exported(tmp_path_factory, "centroid")
     out = subprocess.run(["make", "-s", "-C", str(folder), f"CC={cc()}", "CFLAGS=-O2 -Werror", "run"],
                          capture_output=True, text=True, timeout=300)
@@ -118,6 +147,8 @@ def test_main_runs_from_the_makefile(tmp_path_factory):
     q0, u0 = m.initial_state()
     ud = np.array([float(vals[f"udot[{k}]"]) for k in range(m.nv)])
     assert rel_err(ud, s.forward_dynamics(q0, u0, None, 0.0)) < TOL
+    W = np.array([float(vals[f"Fj[{k}]"]) for k in range(6 * len(m.joints))]).reshape(-1, 6)
+    assert rel_err(W, s.kernel.joint_wrench(q0, u0, None, 0.0)) < TOL
     qs, us = s.rollout(q0[None], u0[None], 100, 1e-3)
     x = np.array([float(vals[f"x[{k}]"]) for k in range(m.nq + m.nv)])
     assert rel_err(x, np.concatenate([qs[0, -1], us[0, -1]])) < 1e-11
@@ -136,11 +167,12 @@ def test_cmake_builds_the_library_and_main(tmp_path_factory):
 
 
 def test_casadi_external_functions(tmp_path_factory):
-    """casadi.external("NAME_fd", "libNAME.so") and NAME_id evaluate the Python module's dynamics (t = 0)."""
+    """casadi.external("NAME_fd", "libNAME.so"), NAME_id and NAME_jw (6 x NB) evaluate the Python module's dynamics
+    and joint wrenches (t = 0)."""
     casadi = pytest.importorskip("casadi", reason="casadi is not installed (pip install casadi: the test extra)")
     m, prefix, folder, _ = exported(tmp_path_factory, "joint")
     so = str(folder / f"lib{prefix}.so")
-    fd, idf = casadi.external(f"{prefix}_fd", so), casadi.external(f"{prefix}_id", so)
+    fd, idf, jw = (casadi.external(f"{prefix}_{f}", so) for f in ("fd", "id", "jw"))
     assert fd.n_in() == 3 and fd.n_out() == 1 and fd.name_in(2) == "tau" and fd.size1_in(0) == m.nq
     s = get_system(m, "recursive", ref_point="joint")
     rng = np.random.default_rng(8)
@@ -148,6 +180,8 @@ def test_casadi_external_functions(tmp_path_factory):
     tau, ud = rng.normal(size=m.nv), rng.normal(size=m.nv)
     assert rel_err(np.array(fd(q, u, tau)).ravel(), s.forward_dynamics(q, u, tau)) < TOL
     assert rel_err(np.array(idf(q, u, ud)).ravel(), s.inverse_dynamics(q, u, ud)) < TOL
+    assert jw.size_out(0) == (6, len(m.joints)) and jw.name_out(0) == "Fj"
+    assert rel_err(np.array(jw(q, u, tau)).T, s.kernel.joint_wrench(q, u, tau)) < TOL
 
 
 # ------------------------------------------------------------------------------------------------ refusals
@@ -161,16 +195,35 @@ def test_refuses_what_it_does_not_carry_by_name(tmp_path, capsys, example, words
     assert not (tmp_path / "x").exists()
 
 
+def test_command_line_exports_the_dense_family(tmp_path, capsys):
+    """`mbgen export-c MODEL --algorithm dense` writes the dense library (CRBA, Cholesky) with the same interface."""
+    assert main(["export-c", str(EXAMPLES / "arm7.yaml"), "--out", str(tmp_path / "c"), "--algorithm", "dense",
+                 "--prefix", "arm7"]) == 0
+    c, h = (tmp_path / "c" / "arm7.c").read_text(), (tmp_path / "c" / "arm7.h").read_text()
+    assert "algorithm: dense (CRBA + RNEA + Cholesky" in c and "static void crba(" in c
+    for fn in ("forward_dynamics", "inverse_dynamics", "mass_matrix", "joint_wrench", "rk4_step", "rollout",
+               "set_params", "fd", "id", "jw"):
+        assert f" arm7_{fn}(" in h, fn
+    assert main(["export-c", str(EXAMPLES / "arm7.yaml"), "--out", str(tmp_path / "c"), "--prefix", "arm7"]) == 0
+    assert "algorithm: dense" not in (tmp_path / "c" / "arm7.c").read_text()     # exported again into the folder
+    (tmp_path / "f").write_text("")
+    assert main(["export-c", str(EXAMPLES / "arm7.yaml"), "--out", str(tmp_path / "f")]) == 2
+    assert "exists and is not a folder" in capsys.readouterr().err
+
+
 def test_refusals_name_every_feature():
     m = random_tree(6, seed=1, forces=True)
     m.joints[1].limits, m.joints[2].friction = np.array([[-1.0, 1.0]]), np.array([0.1])
     m.actuators, m.tendons = [type("A", (), {"name": "motor0"})()], [type("T", (), {"name": "ten0"})()]
+    m.couplings = [type("C", (), {"name": "mimic0"})()]
     text = "; ".join(refusals(m))
-    for words in ("actuators: motor0", "tendons: ten0", f"joint limits: {m.joints[1].name}",
+    for words in ("actuators: motor0", "tendons: ten0", "couplings (joint and tendon equalities, URDF mimic): mimic0", f"joint limits: {m.joints[1].name}",
                   f"Coulomb friction: {m.joints[2].name}", "point-to-point spring-dampers: ps0, ps1"):
         assert words in text
     with pytest.raises(ValueError, match="prefix"):
         render_export(random_tree(3, seed=1), prefix="int")
+    with pytest.raises(ExportRefused, match="algorithm 'mstmm' does not export to C yet .exported: recursive, dense"):
+        check_exportable(random_tree(3, seed=1), "mstmm")
 
 
 def test_inspect_algorithms_says_which_families_export():
@@ -181,7 +234,8 @@ def test_inspect_algorithms_says_which_families_export():
         assert main(["inspect", "algorithms"]) == 0
     blocks = dict(re.findall(r"^(\w+): .*?\n((?:  .*\n)+)", buf.getvalue(), re.M))
     assert "C export:    yes: mbgen export-c" in blocks["recursive"]
-    assert "C export:    no" in blocks["dense"]
+    assert "C export:    yes: mbgen export-c" in blocks["dense"]
+    assert "C export:    no (mbgen export-c: recursive, dense only" in blocks["mstmm"]
 
 
 # ------------------------------------------------------------------------------------------------ security
@@ -220,8 +274,8 @@ def test_hostile_names_reach_the_c_files_only_inside_comments(tmp_path):
     """Every user string (model, body, joint, force names) carries a payload that tries to leave a C comment; no
     piece of it is outside one in any file, the prefix made from the name is a plain identifier, and the most
     hostile export compiles strictly and computes what the genuine one does."""
-    for payload in HOSTILE:
-        files = render_export(codegen.model_from_dict(planted(payload)), "joint")
+    for payload, algorithm in [(p, a) for p in HOSTILE for a in ("recursive", "dense")]:
+        files = render_export(codegen.model_from_dict(planted(payload)), "joint", algorithm=algorithm)
         for name, text in files.items():
             assert re.fullmatch(r"[A-Za-z0-9_.]+", name), name
             code = strip_c_comments(text) if not name.startswith(("Makefile", "CMake")) else text
