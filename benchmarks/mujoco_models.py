@@ -74,7 +74,8 @@ def check(path, states, seed=0):
     friction = [j.name for j in m.joints if j.friction is not None]
     for j in m.joints:                   # MuJoCo's frictionloss is a constraint: off in the comparison, off here
         j.friction = None
-    ncuts, m.cuts = len(m.cuts), []      # so are its equality constraints
+    ncuts, m.cuts = len(m.cuts) + len(m.couplings), []      # so are its equality constraints (connect, weld,
+    m.couplings = []                                       # joint and tendon couplings)
     s = codegen.build(m)
     mj = mujoco.MjModel.from_xml_path(path)
     mj.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT) | int(mujoco.mjtDisableBit.mjDSBL_CONSTRAINT)
@@ -83,10 +84,16 @@ def check(path, states, seed=0):
     worst = 0.0
     for _ in range(states):
         q, u, c = random_inputs(mj, rng)
-        d.qpos[:], d.qvel[:], d.ctrl[:] = q, u, c
+        act = rng.uniform(-1, 1, mj.na)                    # activation states (MuJoCo's act), if any
+        d.qpos[:], d.qvel[:], d.ctrl[:], d.act[:] = q, u, c, act
         mujoco.mj_forward(mj, d)
+        if s.na:
+            s.set_act(act)
         a = s.forward_dynamics(q, u, ctrl=c if m.actuators else None)
         worst = max(worst, float(np.max(np.abs(a - d.qacc)) / max(np.max(np.abs(d.qacc)), 1e-300)))
+        if s.na:
+            worst = max(worst, float(np.max(np.abs(s.act_rates(q, u, ctrl=c) - d.act_dot))
+                                     / max(np.max(np.abs(d.act_dot)), 1e-300)))
     return m, worst, friction, ncuts
 
 
@@ -111,7 +118,9 @@ def main(argv=None):
             extra += [f"{sum(j.limits is not None for j in m.joints)} limited joints"] if any(
                 j.limits is not None for j in m.joints) else []
             extra += [f"{len(m.tendons)} fixed tendons"] if m.tendons else []
-            extra += [f"{ncuts} connect/weld constraints (not compared)"] if ncuts else []
+            extra += [f"{ncuts} equality constraints (not compared)"] if ncuts else []
+            extra += [f"{sum(a.stateful for a in m.actuators)} activation states"] if any(
+                a.stateful for a in m.actuators) else []
             extra += [f"friction loss on {len(friction)} joints (a constraint in MuJoCo: not compared)"] if friction \
                 else []
             rows.append(f"| {pkg} | {name} | {len(m.bodies)} | {m.nq} | {m.nv} | {err:.1e} | {status} | "
@@ -127,9 +136,11 @@ def main(argv=None):
         "packages is loaded with `codegen.load_model(path, ignore_contacts=True)` (armature, joint damping and "
         "springs, actuators and joint limits from the file), compiled (recursive kernel) and compared with MuJoCo "
         f"{mujoco.__version__}'s `mj_forward` qacc, contacts and constraints disabled, at {args.states} random "
-        "states (every limited joint inside its range: no limit active) and random controls inside each "
-        f"ctrlrange: the largest relative error of the accelerations, tolerance {TOL:g}. Friction loss and "
-        "equality constraints are constraints of MuJoCo's solver, disabled in the comparison: left out on our side "
+        "states (every limited joint inside its range: no limit active), random controls inside each "
+        "ctrlrange and random activations: the largest relative error of the accelerations and of the activation "
+        f"rates (act_dot), tolerance {TOL:g}. Friction loss and "
+        "equality constraints (connect, weld, joint and tendon couplings) are constraints of MuJoCo's solver, "
+        "disabled in the comparison: left out on our side "
         "too (their own checks: tests/runtime/test_limits.py, tests/model/test_mjcf_actuators.py). Refusals name "
         "what is not modelled.",
         "",

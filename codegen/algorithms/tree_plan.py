@@ -239,6 +239,7 @@ class Plan:
             self.tendons.append(tidx[ten.name])
             off += NPT + len(terms)
         self.actuators: List[ForceTerm] = []             # actuators: NPA numbers, then the ctrl function's
+        self.na = 0                                      # activation states (x = (q, u, act))
         for a, act in enumerate(m.actuators):
             if act.tendon is not None:                   # on a tendon: its coordinates and coefficients
                 ten = tidx[act.tendon]
@@ -249,6 +250,8 @@ class Plan:
                 data = {"iq": self.iq[k] + act.dof, "iv": self.iv[k] + act.dof, "a": a, "name": act.name,
                         "tendon": None, "terms": [(self.iq[k] + act.dof, self.iv[k] + act.dof, None)],
                         **_function_layout(act.ctrl)}
+            data.update(dyn=act.dynamics, ia=self.na if act.stateful else None)
+            self.na += act.stateful
             self.actuators.append(ForceTerm("actuator", off, data))
             off += NPA + data["n"]
         self.np = off
@@ -404,7 +407,7 @@ def template_vars(plan: Plan, work_size: int) -> dict:
                 body=body_kernels(kinds),
                 point_forces=any(f.kind == "point" for f in plan.forces), loops=False, nb=plan.nb, nq=plan.nq, nv=plan.nv, np=plan.np,
                 npb=NP_BODY, body_params=BODY_PARAMS, p_bodies=P_BODIES, roadmap=plan.roadmap(),
-                parm=plan.arm_off, actuators=plan.actuators, npa=NPA, nu=len(plan.actuators),
+                parm=plan.arm_off, actuators=plan.actuators, npa=NPA, nu=len(plan.actuators), na=plan.na,
                 ctrl_sources=CTRL_SOURCES, limits=plan.limits, tendons=plan.tendons, frictions=plan.frictions,
                 segments=plan.segments, parent=plan.parent, iq=plan.iq, iv=plan.iv, quat=plan.quat_offsets,
                 jcalc={t: jcalc_code(t) for t in plan.joint_types_used}, forces=plan.forces,

@@ -82,7 +82,9 @@ def physics_summary(m) -> list:
     for k, a in enumerate(getattr(m, "actuators", [])):
         out.append(f"actuator {k} {a.name}: {a.kind} on {'tendon ' + a.tendon if a.tendon else a.joint}, "
                    f"gear {a.gear:g}" + (f", ctrlrange {a.ctrlrange.tolist()}" if a.ctrlrange is not None else "")
-                   + (f", forcerange {a.forcerange.tolist()}" if a.forcerange is not None else ""))
+                   + (f", forcerange {a.forcerange.tolist()}" if a.forcerange is not None else "")
+                   + (f", activation {a.dynamics}" + (f" {a.timeconst:g} s" if a.timeconst else "")
+                      + (f" in {a.actrange.tolist()}" if a.actrange is not None else "") if a.stateful else ""))
     return out
 
 

@@ -1,12 +1,13 @@
 """Actuators: controls that drive joint coordinates, in the kinds MuJoCo users know.
 
-Every kind is MuJoCo's affine actuator with a joint transmission and no activation dynamics (``dyntype="none"``):
+Every kind is MuJoCo's affine actuator with a joint or fixed-tendon transmission:
 
     L = gear q_d,   V = gear u_d                       (length and velocity of the transmission, MuJoCo's
                                                         actuator_length / actuator_velocity; on a fixed
                                                         tendon: gear times its length and velocity)
     c = clamp(ctrl, ctrlrange)                         (ctrlrange absent: not clamped)
-    f = (g0 + g1 L + g2 V) c + b0 + b1 L + b2 V        (gainprm[0:3], biasprm[0:3])
+    f = (g0 + g1 L + g2 V) w + b0 + b1 L + b2 V        (gainprm[0:3], biasprm[0:3]; w = c without activation
+                                                        dynamics, else w = act, the actuator's activation state)
     f = clamp(f, forcerange)                           (forcerange absent: not clamped)
     tau_d += gear f                                    (the generalized force on coordinate d of the joint)
 
@@ -14,6 +15,18 @@ Every kind is MuJoCo's affine actuator with a joint transmission and no activati
     position: g = (kp, 0, 0),  b = (0, -kp, -kv)       (kv optional, default 0)
     velocity: g = (kv, 0, 0),  b = (0, 0, -kv)
     general:  g, b given
+
+Activation dynamics (MuJoCo's ``dyntype``, optional): the actuator has one more state, its activation act,
+integrated with q and u by every integrator (the state is x = (q, u, act), act = 0 at the start unless given):
+
+    integrator:             dact/dt = c
+    filter, filterexact:    dact/dt = (c - act) / timeconst        (MuJoCo's dynprm[0]. filterexact is the same
+                                                                    equation: MuJoCo applies an exponential update
+                                                                    to the step's (averaged) rate, which is exact
+                                                                    for its Euler step and first order in
+                                                                    h / timeconst under its RK4; our integrators
+                                                                    integrate the ODE to their own order)
+    actrange [lo, hi]:      act stays in it: dact/dt = 0 where it would leave, w = clamp(act, lo, hi)
 
 The control of each actuator is an input of the compiled module (``ctrl=`` of forward_dynamics, simulate and
 rollout, in the order of the file's ``actuators:`` list); without one, the actuator's own ``ctrl`` function of
@@ -31,10 +44,13 @@ import numpy as np
 from .checks import ModelError, _num, _short, _vec
 
 ACTUATOR_KINDS = ("motor", "position", "velocity", "general")
+# activation dynamics (MuJoCo's mjtDyn names, its order): none, or one state per actuator
+DYNAMICS = ("none", "integrator", "filter", "filterexact")
 # where the compiled module takes the controls from (its CTRL_* codes): each actuator's ctrl function of the file,
 # given values, a table over time, a Python callable
 CTRL_SOURCES = (("file", 0), ("values", 1), ("table", 2), ("callable", 3))
-NPA = 11              # numbers per actuator in the parameter vector: gear, g0..g2, b0..b2, ctrlrange, forcerange
+NPA = 14              # numbers per actuator in the parameter vector: gear, g0..g2, b0..b2, ctrlrange, forcerange,
+                      # timeconst, actrange
 
 
 @dataclass
@@ -54,6 +70,14 @@ class Actuator:
     forcerange: Optional[np.ndarray] = None
     ctrl: object = None                  # TimeFunction: the file's control signal (default constant 0)
     tendon: Optional[str] = None         # a fixed tendon instead of a joint (joint None): L = gear tendon length
+    dynamics: str = "none"               # activation dynamics: none | integrator | filter | filterexact
+    timeconst: float = 0.0               # filter, filterexact: dact/dt = (c - act) / timeconst [s]
+    actrange: Optional[np.ndarray] = None  # the activation stays in [lo, hi] (default: not limited)
+
+    @property
+    def stateful(self) -> bool:
+        """Whether the actuator has an activation state (activation dynamics other than none)."""
+        return self.dynamics != "none"
 
     def affine(self):
         """(gain, bias): the three coefficients of each, every kind in the general form."""
@@ -70,7 +94,8 @@ class Actuator:
         g, b = self.affine()
         cr = self.ctrlrange if self.ctrlrange is not None else (-math.inf, math.inf)
         fr = self.forcerange if self.forcerange is not None else (-math.inf, math.inf)
-        return np.concatenate([[self.gear], g, b, cr, fr])
+        ar = self.actrange if self.actrange is not None else (-math.inf, math.inf)
+        return np.concatenate([[self.gear], g, b, cr, fr, [self.timeconst], ar])
 
 
 def validate_actuators(model, check_function, scalar_joints, zero) -> None:
@@ -111,7 +136,17 @@ def validate_actuators(model, check_function, scalar_joints, zero) -> None:
         if a.kind == "general":
             a.gain = _vec(a.gain if a.gain is not None else [1.0, 0, 0], 3, src, f + ".gain")
             a.bias = _vec(a.bias if a.bias is not None else [0.0, 0, 0], 3, src, f + ".bias")
-        for k in ("ctrlrange", "forcerange"):
+        if not isinstance(a.dynamics, str) or a.dynamics not in DYNAMICS:
+            raise ModelError(f"unknown activation dynamics {_short(a.dynamics)} (known: {', '.join(DYNAMICS)})",
+                             src, f + ".dynamics")
+        a.timeconst = _num(a.timeconst, src, f + ".timeconst", nonneg=True, what="timeconst")
+        if a.dynamics in ("filter", "filterexact") and not a.timeconst > 0:
+            raise ModelError(f"a {a.dynamics} actuator needs a time constant > 0 (dact/dt = (ctrl - act) / timeconst)",
+                             src, f + ".timeconst")
+        if a.dynamics == "none" and (a.timeconst or a.actrange is not None):
+            raise ModelError("timeconst and actrange belong to an actuator with activation dynamics (dynamics: "
+                             "integrator, filter or filterexact)", src, f + ".dynamics")
+        for k in ("ctrlrange", "forcerange", "actrange"):
             r = getattr(a, k)
             if r is not None:
                 r = _vec(r, 2, src, f"{f}.{k}")
@@ -139,7 +174,11 @@ def actuator_dict(a: Actuator, function_dict) -> dict:
         d["kv"] = float(a.kv)
     elif a.kind == "general":
         d["gain"], d["bias"] = [float(x) for x in a.gain], [float(x) for x in a.bias]
-    for k in ("ctrlrange", "forcerange"):
+    if a.stateful:
+        d["dynamics"] = a.dynamics
+        if a.timeconst:
+            d["timeconst"] = float(a.timeconst)
+    for k in ("ctrlrange", "forcerange", "actrange"):
         if getattr(a, k) is not None:
             d[k] = [float(x) for x in getattr(a, k)]
     if a.ctrl is not None and not (a.ctrl.kind == "constant" and a.ctrl.value == 0):
@@ -147,7 +186,8 @@ def actuator_dict(a: Actuator, function_dict) -> dict:
     return d
 
 
-ACTUATOR_KEYS = {"name", "type", "joint", "tendon", "dof", "gear", "kp", "kv", "gain", "bias", "ctrlrange", "forcerange", "ctrl"}
+ACTUATOR_KEYS = {"name", "type", "joint", "tendon", "dof", "gear", "kp", "kv", "gain", "bias", "ctrlrange", "forcerange", "ctrl",
+                 "dynamics", "timeconst", "actrange"}
 _KIND_KEYS = {"motor": set(), "position": {"kp", "kv"}, "velocity": {"kv"}, "general": {"gain", "bias"}}
 
 
@@ -173,8 +213,9 @@ def actuator_from_dict(d: dict, source: str, fld: str, name, time_function) -> A
                     None if tendon else name(d["joint"], fld + ".joint", "joint name"),
                     kind, d.get("dof", 0), d.get("gear", 1.0), d.get("kp", 0.0), d.get("kv", 0.0), d.get("gain"),
                     d.get("bias"), d.get("ctrlrange"), d.get("forcerange"),
-                    time_function(d["ctrl"], source, fld + ".ctrl") if "ctrl" in d else None, tendon)
+                    time_function(d["ctrl"], source, fld + ".ctrl") if "ctrl" in d else None, tendon,
+                    d.get("dynamics", "none"), d.get("timeconst", 0.0), d.get("actrange"))
 
 
-__all__ = ["ACTUATOR_KINDS", "ACTUATOR_KEYS", "CTRL_SOURCES", "NPA", "Actuator", "actuator_dict", "actuator_from_dict",
+__all__ = ["ACTUATOR_KINDS", "ACTUATOR_KEYS", "CTRL_SOURCES", "DYNAMICS", "NPA", "Actuator", "actuator_dict", "actuator_from_dict",
            "validate_actuators"]

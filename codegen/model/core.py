@@ -453,7 +453,7 @@ class Model:
             "point_springs": [[p.body_a, p.body_b] for p in self.point_springs],
             "joint_forces": [[f.joint, f.dof, f.function.kind,
                               0 if f.function.t is None else len(f.function.t)] for f in self.joint_forces],
-            "actuators": [[a.joint, a.tendon, a.dof, a.ctrl.kind, 0 if a.ctrl.t is None else len(a.ctrl.t)]
+            "actuators": [[a.joint, a.tendon, a.dof, a.ctrl.kind, 0 if a.ctrl.t is None else len(a.ctrl.t), a.dynamics]
                           for a in self.actuators],
             "tendons": [[[tj.joint, tj.dof] for tj in t.joints] + [t.limits is not None] for t in self.tendons],
             "limits": [j.name for j in self.joints if j.limits is not None],

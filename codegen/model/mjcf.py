@@ -41,9 +41,10 @@ Refused with a message (they change the dynamics and have no counterpart here): 
 and tendon equalities on spatial tendons, spatial tendons (an unused one is left out), friction loss of ball and
 free joints, gravity compensation, fluid forces, stiffness or damping of ball and free joints. Contacts (some pair of geoms can touch) are refused
 too, unless ``ignore_contacts``: then the model is simulated without them and a ``ModelWarning`` says so.
-* actuators with a hinge or slide joint transmission and no activation dynamics (motor, position without
-  timeconst, velocity, general affine) -> general affine actuators (codegen.model.actuators), in MuJoCo's order,
-  so ``ctrl`` is MuJoCo's; other transmissions and dynamics are refused by name. ``ignore_actuators`` drops them
+* actuators with a hinge, slide or fixed-tendon transmission (motor, position, velocity, general affine; activation
+  dynamics none, integrator, filter, filterexact with their time constant and actrange) -> general affine
+  actuators (codegen.model.actuators), in MuJoCo's order, so ``ctrl`` is MuJoCo's; other transmissions, muscle and
+  user dynamics and actearly are refused by name. ``ignore_actuators`` drops them
   all (with a ``ModelWarning``). Box, cylinder, capsule and sphere geoms are kept
 in ``model.visuals`` (body frame, full lengths) for drawing.
 """
@@ -375,8 +376,14 @@ def _actuator_problems(mj, mujoco, jnames) -> List[str]:
             w = "a spatial tendon transmission" if target not in fixed else None
         elif mj.jnt_type[target] not in (2, 3):
             w = f"a {JOINT_TYPES[int(mj.jnt_type[target])]} joint transmission (only hinge and slide joints)"
-        elif mj.actuator_dyntype[i] != mujoco.mjtDyn.mjDYN_NONE:
-            w = f"activation dynamics {kind(mujoco.mjtDyn, mj.actuator_dyntype[i])} (timeconst, dyntype: not modelled)"
+        elif int(mj.actuator_dyntype[i]) not in MJ_DYNAMICS:
+            w = f"activation dynamics {kind(mujoco.mjtDyn, mj.actuator_dyntype[i])} (none, integrator, filter and " \
+                "filterexact are modelled)"
+        elif int(mj.actuator_dyntype[i]) != 0 and bool(getattr(mj, "actuator_actearly", [0] * mj.nu)[i]):
+            w = "actearly (the force from the next step's activation: a discrete-time lead our integrators do not " \
+                "take)"
+        elif int(mj.actuator_dyntype[i]) != 0 and int(mj.actuator_actnum[i]) != 1:
+            w = "more than one activation state"
         elif mj.actuator_gaintype[i] not in (0, 1) or mj.actuator_biastype[i] not in (0, 1):
             w = "a gain or bias type beyond affine"
         else:
@@ -478,7 +485,8 @@ def _tendon(mj, t, tnames, jnames, taken):
 def _actuators(mj, mujoco, jnames, tmap, taken) -> list:
     """MuJoCo's actuators as general affine actuators.
 
-    MuJoCo's actuators (joint or fixed-tendon transmission, no activation dynamics) as general affine actuators,
+    MuJoCo's actuators (joint or fixed-tendon transmission; activation dynamics none, integrator, filter or
+    filterexact with dynprm[0] and actrange) as general affine actuators,
     in its order (tmap: tendon id -> our tendon's name):
     gain (gainprm[0], or gainprm[0:3] when affine), bias (biasprm[0:3] when affine), gear[0], ctrlrange and
     forcerange when limited."""
@@ -498,8 +506,20 @@ def _actuators(mj, mujoco, jnames, tmap, taken) -> list:
                             gain=g, bias=b,
                             ctrlrange=np.array(mj.actuator_ctrlrange[i], float) if mj.actuator_ctrllimited[i] else None,
                             forcerange=np.array(mj.actuator_forcerange[i], float) if mj.actuator_forcelimited[i]
-                            else None))
+                            else None, **_activation(mj, i)))
     return out
+
+
+MJ_DYNAMICS = {0: "none", 1: "integrator", 2: "filter", 3: "filterexact"}    # mjtDyn -> our dynamics
+
+
+def _activation(mj, i) -> dict:
+    """The activation dynamics of actuator i (MuJoCo's dyntype, dynprm[0], actrange when actlimited)."""
+    dyn = MJ_DYNAMICS[int(mj.actuator_dyntype[i])]
+    if dyn == "none":
+        return {}
+    return {"dynamics": dyn, "timeconst": float(mj.actuator_dynprm[i, 0]) if dyn != "integrator" else 0.0,
+            "actrange": np.array(mj.actuator_actrange[i], float) if mj.actuator_actlimited[i] else None}
 
 
 def _visuals(mj, anchor, gnames) -> Dict[str, List[dict]]:

@@ -185,6 +185,16 @@ def _actuators():
                         "bias": dict(coef, description="general: b0 b1 b2 (default 0 0 0)"),
                         "ctrlrange": dict(rng, description="the control is clamped to it (default: not clamped)"),
                         "forcerange": dict(rng, description="f is clamped to it (default: not clamped)"),
+                        "dynamics": {"enum": ["none", "integrator", "filter", "filterexact"],
+                                     "x-unknown": "activation dynamics",
+                                     "x-expected": "one of none, integrator, filter, filterexact",
+                                     "description": "activation dynamics (MuJoCo's dyntype): the actuator gets a state "
+                                                    "act, f uses act instead of ctrl; integrator: dact/dt = ctrl; "
+                                                    "filter, filterexact: dact/dt = (ctrl - act) / timeconst "
+                                                    "(default none)"},
+                        "timeconst": _number("filter, filterexact: time constant [s] (MuJoCo's dynprm[0])",
+                                             minimum=0),
+                        "actrange": dict(rng, description="the activation stays in it (default: not limited)"),
                         "ctrl": dict(_time_function(), description="the control when none is given at run time "
                                      "(ctrl= of simulate, rollout, forward_dynamics): a number or a function of "
                                      "time, in compiled code (default 0)"),

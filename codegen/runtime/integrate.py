@@ -61,7 +61,7 @@ def start_state(system, t_end, dt, q0=None, u0=None):
     q, u = system._qu(qi if q0 is None else np.asarray(q0, float), ui if u0 is None else np.asarray(u0, float))
     if not (np.all(np.isfinite(q)) and np.all(np.isfinite(u))):
         raise ValueError("the initial state must be finite")
-    return np.concatenate([q, u]), np.arange(int(round(t_end / dt)) + 1) * dt
+    return np.concatenate([q, u, np.zeros(system.na)]), np.arange(int(round(t_end / dt)) + 1) * dt   # act = 0
 
 
 class _NoBar:
@@ -141,10 +141,12 @@ def integrate_chunks(kernel, x, ts, integrator, substeps, rtol, atol, h_max, lab
 
 # ---------------------------------------------------------------------------------------------- divergence
 def _component(system, k):
-    """('coordinate' | 'velocity', name) of state component k of x = [q, u]."""
+    """('coordinate' | 'velocity' | 'activation', name) of state component k of x = [q, u, act]."""
     if k < system.nq:
         return "coordinate", system.coord_names[k]
-    return "velocity", system.velocity_names[k - system.nq]
+    if k < system.nq + system.nv:
+        return "velocity", system.velocity_names[k - system.nq]
+    return "activation", system.act_names[k - system.nq - system.nv]
 
 
 def _bad_component(system, fail, last):
@@ -164,7 +166,7 @@ def _bad_component(system, fail, last):
 
 def _summary(system, x):
     """'max |q| = 3.1 (hinge1.angle), max |u| = 1.2e+03 (hinge1.rate)' for a state."""
-    q, u = x[:system.nq], x[system.nq:]
+    q, u = x[:system.nq], x[system.nq:system.nq + system.nv]
     out = []
     for what, v, names in (("q", q, system.coord_names), ("u", u, system.velocity_names)):
         if v.size:

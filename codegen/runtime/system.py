@@ -104,6 +104,8 @@ class System(Derivatives):
     kind = None                         # the runtime's name (Family.runtime; "loops": a tree with cut joints)
     KINDS: dict = {}                    # kind -> class, filled as the classes of codegen.runtime.families load
     beams = grcr = loops = False        # the model's kind, as the family classes set it
+    na = 0                              # activation states: the state is x = (q, u, act), act_names name them
+    act_names: list = []
     integrator_note = ""                # appended to the refusal of an unknown integrator
 
     def __init_subclass__(cls, **kwargs):

@@ -176,7 +176,7 @@ def test_bad_actuator_fields_exit_2(tmp_path, capsys, change, words):
 
 
 @pytest.mark.parametrize("actuator, words", [
-    ('<position joint="h" kp="10" timeconst="0.1"/>', "activation dynamics"),
+    ('<general joint="h" dyntype="muscle"/>', "activation dynamics muscle"),
     ('<motor joint="b"/>', "only hinge and slide joints"),
 ])
 def test_unmodelled_mujoco_actuators_are_refused_by_name(tmp_path, capsys, actuator, words):

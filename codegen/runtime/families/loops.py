@@ -148,7 +148,7 @@ class LoopSystem(TreeSystem):
         if run.switching is not None:
             super()._start_run(x, run)
         if run.q0 is not None or run.u0 is not None:
-            check_closure(self, x[:self.nq], x[self.nq:], "given start state")
+            check_closure(self, x[:self.nq], x[self.nq:self.nq + self.nv], "given start state")
         h = run.h if run.integrator != "dopri5" else min(run.dt, run.h_max or run.dt)
         b = (0.0 if run.projection else 0.1 / h) if run.baumgarte is None else float(run.baumgarte)
         if not (b >= 0 and math.isfinite(b)):

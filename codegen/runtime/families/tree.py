@@ -28,6 +28,8 @@ class TreeSystem(System):
     def _setup(self):
         self.kernel.set_hook(self.model.tau_hook)
         self.body_names = self.plan.body_names
+        self.act_names = [a.name for a in self.model.actuators if a.stateful]
+        self.na = len(self.act_names)
         self._K = None                      # canonical joint rotations (joint wrenches), on first use
         for name in self.lean:              # the lean path: no Python frame per call
             setattr(self, name, getattr(self.kernel, name))
@@ -65,7 +67,52 @@ class TreeSystem(System):
         if self.model.point_springs:
             return (f"not available with point-to-point spring-dampers "
                     f"({', '.join(p.name for p in self.model.point_springs)}): their partials are not derived")
+        if self.na:
+            return (f"not available with activation dynamics (actuators {', '.join(self.act_names)}): the state "
+                    f"(q, u, act) has no derivative kernels yet")
         return None
+
+    def set_act(self, act=None):
+        """The activations the single-state calls use (forward_dynamics, inverse_dynamics, joint_wrenches, ...).
+
+        Actuators with activation dynamics (``dynamics:`` integrator, filter, filterexact) apply gain times their
+        activation act, a state of their own that runs integrate with q and u (from 0, or rollout's act0); a call
+        at one state reads the values set here, as MuJoCo's mj_forward reads data.act.
+
+        Parameters
+        ----------
+        act : array_like, shape (na,), optional
+            One activation per actuator with activation dynamics, in the model's order (``act_names``); None:
+            zeros.
+
+        Raises
+        ------
+        ValueError
+            Wrong length or not finite.
+        """
+        self.kernel.set_act(act)
+
+    def act_rates(self, q, u, t: float = 0.0, ctrl=None) -> np.ndarray:
+        """dact/dt of the activation states at (q, u, t) with the activations of set_act.
+
+        Parameters
+        ----------
+        q : array_like, shape (nq,)
+            Generalized coordinates.
+        u : array_like, shape (nv,)
+            Generalized velocities.
+        t : float, optional
+            Time [s] of the controls' time functions.
+        ctrl : array_like, shape (nu,), optional
+            The actuators' controls (None: the model file's ctrl functions).
+
+        Returns
+        -------
+        numpy.ndarray, shape (na,)
+            integrator: the control; filter, filterexact: (control - act) / timeconst [1/s]; 0 at an actrange
+            bound it would leave.
+        """
+        return self.kernel.act_rates(q, u, t, ctrl)
 
     def set_hook(self, hook):
         """hook(t, q, u) -> extra generalized forces (nv); runs with the GIL, so it costs speed.
@@ -178,7 +225,7 @@ class TreeSystem(System):
         return self.kernel.forward_dynamics_batch(Q, U, TAU, t, out, threads)
 
     def rollout(self, q0, u0, nsteps: int, dt: float, tau=None, integrator: str = "rk4", threads=None,
-                sensitivities: bool = False, ctrl=None):
+                sensitivities: bool = False, ctrl=None, act0=None, return_act: bool = False):
         """B rollouts of nsteps fixed steps of size dt, all in compiled code.
 
         B rollouts of nsteps fixed steps of size dt, all in compiled code on `threads` threads (default: every
@@ -211,6 +258,10 @@ class TreeSystem(System):
             Also return the step Jacobians A and B.
         ctrl : array_like, shape (B, nsteps, nu), optional
             The actuators' controls, held over each step.
+        act0 : array_like, shape (B, na), optional
+            Initial activations of the actuators with activation dynamics (default zeros).
+        return_act : bool, optional
+            Also return the activations, shape (B, nsteps + 1, na), after q and u.
 
         Returns
         -------
@@ -238,12 +289,18 @@ class TreeSystem(System):
             q, u, A, B, fail = self._derivative_kernel("rollout(sensitivities=True)").rollout_sensitivities(
                 q0, u0, int(nsteps), float(dt), tau, threads)
         else:
-            q, u, fail = self.kernel.rollout(q0, u0, int(nsteps), float(dt), tau, integrator, threads, 0.0, ctrl)
+            acts = np.empty((len(np.atleast_2d(q0)), int(nsteps) + 1, self.na)) if return_act and self.na else None
+            if (act0 is not None or return_act) and not self.na:
+                raise ValueError("rollout: act0, return_act: the model has no actuators with activation dynamics")
+            q, u, fail = self.kernel.rollout(q0, u0, int(nsteps), float(dt), tau, integrator, threads, 0.0, ctrl,
+                                             act0, acts)
         bad = np.flatnonzero(np.isfinite(fail))
         if bad.size:
             warnings.warn(f"rollout: {bad.size} of {len(fail)} rollouts diverged (first: rollout {bad[0]} at "
                           f"t = {fail[bad[0]]:.6g}); their rows from there on are NaN", RuntimeWarning, stacklevel=2)
-        return (q, u, A, B) if sensitivities else (q, u)
+        if sensitivities:
+            return q, u, A, B
+        return (q, u, acts) if return_act else (q, u)
 
     def mass_matrix(self, q) -> np.ndarray:
         """Joint-space mass matrix (dense algorithm: CRBA; otherwise column by column from RNEA).
@@ -315,7 +372,7 @@ class TreeSystem(System):
             q or u has the wrong length.
         """
         q, u = self._qu(q, u)
-        _, _, en = self.kernel.outputs_at(np.concatenate([q, u])[None, :])
+        _, _, en = self.kernel.outputs_at(np.concatenate([q, u, np.zeros(self.na)])[None, :])
         return float(en[0, 0]), float(en[0, 1])
 
     def joint_wrenches(self, q, u, tau=None, t: float = 0.0) -> np.ndarray:
@@ -414,7 +471,7 @@ class TreeSystem(System):
             Orientations as unit quaternions (w, x, y, z).
         """
         q, _ = self._qu(q, np.zeros(self.nv))
-        com, quat, _ = self.kernel.outputs_at(np.concatenate([q, np.zeros(self.nv)])[None, :])
+        com, quat, _ = self.kernel.outputs_at(np.concatenate([q, np.zeros(self.nv + self.na)])[None, :])
         return com[0], quat[0]
 
     # ---------------------------------------------------------------- runs
@@ -432,7 +489,7 @@ class TreeSystem(System):
             self.kernel.set_limits(was)
 
     def _result(self, X, ts, meta, run) -> Result:
-        q, u = X[:, :self.nq].copy(), X[:, self.nq:].copy()
+        q, u = X[:, :self.nq].copy(), X[:, self.nq:self.nq + self.nv].copy()
         com, quat, en = self.kernel.outputs_at(X)
         com, quat = com[:, :len(self.body_names)], quat[:, :len(self.body_names)]     # (grcr: phantoms last)
         res = Result(ts, q, u, list(self.coord_names), list(self.velocity_names), list(self.body_names), com, quat,
@@ -454,6 +511,8 @@ class TreeSystem(System):
         if model.actuators:
             F, C = self.kernel.actuator_forces_at(X, ts)
             res.extra.update(actuator_names=np.array([a.name for a in model.actuators]), ctrl=C, actuator_force=F)
+            if self.na:                     # the activation states
+                res.extra.update(act_names=np.array(self.act_names), act=X[:, self.nq + self.nv:].copy())
         if run.joint_wrench:
             res.extra.update(joint_wrench=self._in_joint_frames(self.kernel.joint_wrench_at(X, ts)),
                              joint_names=np.array(plan.joint_names))
