@@ -25,11 +25,11 @@ DESCRIPTIONS = {
 
 # what each family offers of forward/inverse_dynamics_derivatives, linearize and rollout sensitivities
 DERIVATIVES = {"grcr": "no (closed loops: build the tree with recursive)", "rancf": "no (flexible beams)"}
-C_EXPORT = ("yes: mbgen export-c (standalone C99 and CasADi external functions; rigid trees with gravity, armature, "
-            "joint spring-dampers and joint forces)")
+C_EXPORT = ("yes: mbgen export-c (standalone C99 and CasADi external functions, with the analytical derivatives; "
+            "rigid trees with gravity, armature, joint spring-dampers and joint forces)")
 C_EXPORT_NO = "no (mbgen export-c: {} only for now)"
-DERIVATIVES_TREES = ("analytical (trees without cut joints or point springs; compiled with build(..., derivatives=True) "
-                     "or on first use)")
+DERIVATIVES_TREES = ("analytical (trees without cut joints, point springs or activation states; compiled with "
+                     "build(..., derivatives=True) or on first use)")
 
 
 def register(sub):

@@ -7,12 +7,14 @@ DESCRIPTION = """The model's dynamics as a standalone C99 library, for a control
   NAME.h          sizes, coordinate table, the caller-owned workspace struct, documented prototypes
   NAME.c          forward dynamics (--algorithm recursive: Kang & Yoon's O(n) recursion; dense: CRBA
                   mass matrix, RNEA bias, Cholesky), inverse dynamics (RNEA), mass matrix, joint
-                  reaction wrenches, RK4 step and rollout, parameter setting; no allocation, no
-                  written globals
+                  reaction wrenches, RK4 step and rollout, parameter setting, the analytical
+                  derivatives of forward and inverse dynamics (tangent space, NV x NV); no
+                  allocation, no written globals
   NAME_params.h   the model's parameter vector (the Python module's), initial state
   NAME_main.c     forward dynamics and joint wrenches at the initial state, a short RK4 simulation
   CMakeLists.txt, Makefile
-and CasADi external functions NAME_fd, NAME_id, NAME_jw: casadi.external("NAME_fd", "libNAME.so").
+and CasADi external functions NAME_fd, NAME_id, NAME_jw and the derivatives' NAME_fdd, NAME_idd:
+casadi.external("NAME_fd", "libNAME.so").
 The same sympy kernels as the Cython module. Gravity, armature, joint spring-dampers and joint forces are
 compiled in; a model with what the export does not carry yet (actuators, limits, friction, tendons, point
 springs, closed loops, couplings, flexible beams) is refused by name (exit 2), never exported without it.

@@ -17,7 +17,9 @@ CSE and printed by the same printer; ``codegen.compiler.c_emit`` turns their sta
 (templates/c/) hold the structure: the passes of templates/recursive/recursive.pyx.j2 (Kang & Yoon's O(n) forward
 dynamics at the chosen analysis reference point, c/passes.c.j2) or of templates/dense/dense.pyx.j2 (CRBA mass
 matrix, RNEA bias, Cholesky: the O(n^3) reference, c/dense.c.j2), the RNEA and the joint reaction wrenches of
-templates/shared/base.pyx.j2 (c/rnea.c.j2, c/api.c.j2). Both families give NAME.h the same functions.
+templates/shared/base.pyx.j2 (c/rnea.c.j2, c/api.c.j2), and the analytical derivatives of
+templates/shared/derivatives.pyx.j2 (Carpentier & Mansard, the module's kernels of ``codegen.symbolic.derivatives``
+and its dense tail: c/derivatives.c.j2, c/derivative_entries.c.j2). Both families give NAME.h the same functions.
 
 Exported: the families ``EXPORT_FAMILIES`` (``recursive``, ``dense``) on rigid trees, every joint type, fixed and
 floating base, gravity, armature, joint spring-dampers and joint forces (time functions). Refused by name
@@ -117,19 +119,34 @@ def _coordinate_rows(model, plan) -> List[dict]:
 
 
 def _kernels(algorithm: str, plan, kinds, ref_point: str) -> dict:
-    """The sympy kernels of one family as C: per body pattern, the spatial algebra (recursive), the joint maps."""
+    """The sympy kernels of one family as C.
+
+    Per body pattern, the spatial algebra (recursive), the joint maps, the derivative kernels
+    (``codegen.symbolic.derivatives``: both families share the derivative passes, as the Cython modules do)."""
     from ..model import JOINT_TYPES
     from ..symbolic.articulated import recursive_kernels
     from ..symbolic.body_kernels import body_kernels
+    from ..symbolic.derivatives import derivative_kernels
     types_nv = [(t, JOINT_TYPES[t].nv) for t in plan.joint_types_used]
-    per_body = ("kin", "rnea", "rnea_back") if algorithm == "recursive" else ("pose", "rnea", "rnea_back")
+    per_body = ("kin", "rnea", "rnea_back", "pose") if algorithm == "recursive" else ("pose", "rnea", "rnea_back")
     nvs = tuple(sorted({nv for _, nv in types_nv}))
     return dict(
         types_nv=types_nv, body=[c_kernel(k) for k in body_kernels(kinds, per_body)],
         spatial=[c_kernel(k) for k in recursive_kernels(ref_point, nvs)] if algorithm == "recursive" else [],
         qdots=[c_joint_map(t) for t, _ in types_nv if JOINT_TYPES[t].nq],
-        jchild=[c_joint_map(t, "jchild") for t, _ in types_nv] if algorithm == "dense" else [],
+        jchild=[c_joint_map(t, "jchild") for t, _ in types_nv],
+        dkern=[c_kernel(k) for k in derivative_kernels()],
         joint_kinds=sorted(dict(ck for s in plan.segments for ck in s.kinds).items()))
+
+
+def _derivative_vars(plan) -> dict:
+    """The derivative passes' variables (workspace layouts, column groups) as the Cython module has them."""
+    from ..algorithms.tree_plan import derivative_vars
+    dv = derivative_vars(plan)
+    if dv["deriv_refusal"]:                                  # check_exportable refused it already
+        raise ExportRefused(f"export-c: {dv['deriv_refusal']}")
+    keep = ("dbody_layout", "ddof_layout", "dw_body", "dw_dof", "dge", "nvj")
+    return {k: dv[k] for k in keep}
 
 
 def export_vars(model, ref_point: str = "centroid", prefix: Optional[str] = None,
@@ -163,8 +180,8 @@ def export_vars(model, ref_point: str = "centroid", prefix: Optional[str] = None
         kind_code=kind_code, work=work, per_body=per_body, forces=forces,
         nwork=per_body * plan.nb if algorithm == "recursive" else plan.nv * plan.nv + plan.nv + 36 * plan.nb,
         roadmap=[c_comment(r) for r in plan.roadmap()], coords=_coordinate_rows(model, plan),
-        jt_dispatch=algorithm == "dense" or any(len(s.kinds) > 1 for s in plan.segments),
-        kind_dispatch=any(len(s.kinds) > 1 for s in ksegments), **_kernels(algorithm, plan, kinds, ref_point))
+        kind_dispatch=any(len(s.kinds) > 1 for s in ksegments), **_derivative_vars(plan),
+        **_kernels(algorithm, plan, kinds, ref_point))
 
 
 def params_vars(model, prefix: str, plan=None) -> dict:

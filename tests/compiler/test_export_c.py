@@ -1,6 +1,6 @@
 """Standalone C export (issue 26, `mbgen export-c`): the exported C99 library compiles with -Wall -Wextra -Werror
 -pedantic, allocates nothing, and gives the Python module's forward and inverse dynamics, mass matrix, joint
-reaction wrenches and RK4 rollouts to round-off (1e-12) on random trees of every joint type, fixed and floating
+reaction wrenches and RK4 rollouts to round-off (1e-12), and its analytical derivatives to 1e-10, on random trees of every joint type, fixed and floating
 base, at every analysis reference point of the recursive family and for the dense family; its main runs from the
 Makefile; casadi.external loads it; model names reach it only inside comments; and what it does not carry is
 refused by name.
@@ -93,6 +93,46 @@ def test_matches_the_python_module(tmp_path_factory, ref_point, algorithm):
     assert not re.search(r"\b(malloc|free|calloc|realloc)\b", syms), syms
 
 
+def derivatives(lib, name, q, u, a, t=0.0):
+    """NAME_forward/inverse_dynamics_derivatives through ctypes: (return code, three nv x nv arrays)."""
+    f = lib.fn(f"{name}_dynamics_derivatives")
+    d = ctypes.POINTER(ctypes.c_double)
+    f.argtypes = [ctypes.c_void_p, ctypes.c_double] + [d] * 6
+    keep = [None if x is None else np.ascontiguousarray(x, dtype=np.float64) for x in (q, u, a)]
+    outs = [np.full((lib.nv, lib.nv), np.nan) for _ in range(3)]
+    rc = f(lib.ws, t, *[None if x is None else x.ctypes.data_as(d) for x in keep], *[o.ctypes.data_as(d) for o in outs])
+    return rc, outs
+
+
+# (reference point, family, tag) of the exports above; each against the derivative module that
+# tests/algorithms/test_derivatives.py builds of its model (the floating tree's: the recursive family at the joint)
+DERIVS = [(r, a, "") for r, a in EXPORTS] + [("centroid", "dense", "_floating")]
+
+
+@pytest.mark.parametrize("ref_point, algorithm, tag", DERIVS, ids=[f"{a}-{r}{t}" for r, a, t in DERIVS])
+def test_derivatives_match_the_python_module(tmp_path_factory, ref_point, algorithm, tag):
+    """NAME_forward_dynamics_derivatives (dudot/dq, dudot/du, M^-1) and NAME_inverse_dynamics_derivatives (dtau/dq,
+    dtau/du, M) equal the module's forward/inverse_dynamics_derivatives to 1e-10 at random states and times: fixed and
+    floating base (free and spherical joints: the tangent space), joint spring-dampers and time functions."""
+    m, _, _, lib = exported(tmp_path_factory, ref_point, floating if tag else None, tag, algorithm)
+    s = get_system(m, "recursive", ref_point="joint") if tag else \
+        get_system(m, algorithm, **({"ref_point": ref_point} if algorithm == "recursive" else {}))
+    rng = np.random.default_rng(23)
+    for _ in range(2):
+        q, u = random_state(m, rng)
+        tau, ud = rng.normal(size=m.nv), rng.normal(size=m.nv)
+        t = float(rng.uniform(0, 0.3))
+        rc, out = derivatives(lib, "forward", q, u, tau, t)
+        assert rc == 0
+        for a, b in zip(out, s.forward_dynamics_derivatives(q, u, tau, t)):
+            assert np.max(np.abs(b)) > 1e-3 and rel_err(a, b) < 1e-10, (ref_point, algorithm, tag)
+        _, out = derivatives(lib, "forward", q, u, None, t)
+        assert rel_err(out[0], s.forward_dynamics_derivatives(q, u, None, t)[0]) < 1e-10
+        _, out = derivatives(lib, "inverse", q, u, ud, t)
+        for a, b in zip(out, s.inverse_dynamics_derivatives(q, u, ud, t=t)):
+            assert np.max(np.abs(b)) > 1e-3 and rel_err(a, b) < 1e-10, (ref_point, algorithm, tag)
+
+
 @pytest.mark.parametrize("algorithm", EXPORT_FAMILIES)
 def test_floating_base_at_the_centroid(tmp_path_factory, algorithm):
     """The floating tree (free joints at the root and inside) exported at the centroid (the default) and by the
@@ -182,6 +222,13 @@ def test_casadi_external_functions(tmp_path_factory):
     assert rel_err(np.array(idf(q, u, ud)).ravel(), s.inverse_dynamics(q, u, ud)) < TOL
     assert jw.size_out(0) == (6, len(m.joints)) and jw.name_out(0) == "Fj"
     assert rel_err(np.array(jw(q, u, tau)).T, s.kernel.joint_wrench(q, u, tau)) < TOL
+    fdd, idd = (casadi.external(f"{prefix}_{f}", so) for f in ("fdd", "idd"))
+    assert fdd.n_out() == 3 and fdd.name_out(2) == "Minv" and idd.name_out(0) == "dtaudq"
+    assert fdd.size_out(0) == (m.nv, m.nv) and idd.name_in(2) == "udot"
+    for a, b in zip(fdd(q, u, tau), s.forward_dynamics_derivatives(q, u, tau)):
+        assert rel_err(np.array(a), b) < 1e-10
+    for a, b in zip(idd(q, u, ud), s.inverse_dynamics_derivatives(q, u, ud)):
+        assert rel_err(np.array(a), b) < 1e-10
 
 
 # ------------------------------------------------------------------------------------------------ refusals
@@ -202,7 +249,8 @@ def test_command_line_exports_the_dense_family(tmp_path, capsys):
     c, h = (tmp_path / "c" / "arm7.c").read_text(), (tmp_path / "c" / "arm7.h").read_text()
     assert "algorithm: dense (CRBA + RNEA + Cholesky" in c and "static void crba(" in c
     for fn in ("forward_dynamics", "inverse_dynamics", "mass_matrix", "joint_wrench", "rk4_step", "rollout",
-               "set_params", "fd", "id", "jw"):
+               "set_params", "fd", "id", "jw", "forward_dynamics_derivatives", "inverse_dynamics_derivatives", "fdd",
+               "idd"):
         assert f" arm7_{fn}(" in h, fn
     assert main(["export-c", str(EXAMPLES / "arm7.yaml"), "--out", str(tmp_path / "c"), "--prefix", "arm7"]) == 0
     assert "algorithm: dense" not in (tmp_path / "c" / "arm7.c").read_text()     # exported again into the folder
