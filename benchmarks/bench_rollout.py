@@ -7,7 +7,8 @@
   * batches: 64 rollouts of chain(20), 1 s of RK4 each, on 1 and 2 threads: ours ``System.rollout(threads=k)``
     against ``mujoco.rollout.rollout`` with k MjData (its own thread pool);
   * M5 (codegen.models.branch_system(999), 1,500 DOF): 1 s of RK4 at dt = 1e-3 with ``recursive``
-    (``System.simulate``), wall time.
+    (``System.simulate``), wall time;
+  * ``System.simulate`` of the same trajectory against the bare loop (``rollout``): what a Result costs on top.
 
 Every timing is the median of interleaved rounds (ours and MuJoCo alternate). The final states of ours and
 MuJoCo are compared (same model, same integrator: they agree to round-off) before timing.
@@ -89,10 +90,14 @@ def single(n, args) -> dict:
     diff = float(np.max(np.abs(qs[0, -1] - mq)))
     log(f"  chain({n}): final q ours vs MuJoCo max |diff| {diff:.2e} rad")
     out = np.empty((1, NSTEPS, nstate))
+    res = s.simulate(NSTEPS * DT, DT, "rk4")
+    assert np.array_equal(res.q[-1], qs[0, -1])                    # the same steps as the bare loop
     t = rounds({"ours": lambda: s.rollout(Q, U, NSTEPS, DT, threads=1),
-                "mujoco": lambda: rollout.rollout(mm, datas, x0, nstep=NSTEPS, state=out)},
+                "mujoco": lambda: rollout.rollout(mm, datas, x0, nstep=NSTEPS, state=out),
+                "simulate": lambda: s.simulate(NSTEPS * DT, DT, "rk4")},
                args.rounds, time.process_time)
-    return {"n": n, "final_q_diff": diff, "times": t, "ratio": t["ours"]["median"] / t["mujoco"]["median"]}
+    return {"n": n, "final_q_diff": diff, "times": t, "ratio": t["ours"]["median"] / t["mujoco"]["median"],
+            "simulate_ratio": t["simulate"]["median"] / t["ours"]["median"]}
 
 
 def batch(n, B, threads, args) -> dict:
@@ -158,11 +163,16 @@ def markdown(doc) -> str:
          f"MuJoCo: the same tree built with MjSpec (bench_mstmm.tree_mujoco), integrator RK4, contacts, "
          f"constraints, springs and dampers disabled; medians of {doc['config']['rounds']} interleaved rounds", ""]
     if doc.get("single"):
-        L += ["## One trajectory, 1 s of RK4 [ms of process CPU time]", "", "| n | ours | MuJoCo | ours / MuJoCo | final q diff [rad] |",
-              "|---:|---:|---:|---:|---:|"]
+        L += ["## One trajectory, 1 s of RK4 [ms of process CPU time]", "",
+              "ours: `System.rollout` (the bare compiled loop); simulate: `System.simulate(1, 1e-3, 'rk4')`, the same "
+              "steps plus everything a Result holds (body poses and energies at every sample, the energy balance, "
+              "the divergence checks; the joint geometry is made on first use).", "",
+              "| n | ours | MuJoCo | ours / MuJoCo | simulate | simulate / ours | final q diff [rad] |",
+              "|---:|---:|---:|---:|---:|---:|---:|"]
         for r in doc["single"]:
             L.append(f"| {r['n']} | {_ms(r['times']['ours']['median'])} | {_ms(r['times']['mujoco']['median'])} | "
-                     f"{r['ratio']:.2f} | {r['final_q_diff']:.1e} |")
+                     f"{r['ratio']:.2f} | {_ms(r['times']['simulate']['median'])} | {r['simulate_ratio']:.2f} | "
+                     f"{r['final_q_diff']:.1e} |")
         L.append("")
     if doc.get("batch"):
         r = doc["batch"]
@@ -218,7 +228,8 @@ def main(argv=None):
         doc["single"].append(single(n, args))
         r = doc["single"][-1]
         log(f"chain({n}) 1 s RK4: ours {_ms(r['times']['ours']['median'])} ms, MuJoCo "
-            f"{_ms(r['times']['mujoco']['median'])} ms, ratio {r['ratio']:.2f}")
+            f"{_ms(r['times']['mujoco']['median'])} ms, ratio {r['ratio']:.2f}; simulate "
+            f"{_ms(r['times']['simulate']['median'])} ms, {r['simulate_ratio']:.2f}x the bare loop")
         save()
     doc["batch"] = batch(20, args.batch, args.threads, args)
     log("batch: " + ", ".join(f"{k} threads ratio {v:.2f}" for k, v in doc["batch"]["ratios"].items()))

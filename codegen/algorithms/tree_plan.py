@@ -469,5 +469,6 @@ def articulated_vars(plan: Plan, ref_point: str, extra: int = 0) -> dict:
     work, per_body = work_layout(ARTICULATED_WORK)
     tv = template_vars(plan, per_body * plan.nb + extra)
     nvs = tuple(sorted({nv for _, nv in tv["types_nv"]}))
-    tv.update(work=work, spatial=recursive_kernels(ref_point, nvs), loops=False, lw={}, project_hook=False)
+    tv.update(work=work, spatial=recursive_kernels(ref_point, nvs), loops=False, lw={}, project_hook=False,
+              fd_kin=True)                       # fd starts with kin(q, u): rk4 takes the outputs from it
     return tv

@@ -32,6 +32,9 @@ def _rotate(quat, v):
     return v + w[..., None] * t + np.cross(qv, t)
 
 
+JOINT_GEOMETRY_KEYS = ("joint_names", "joint_pos", "joint_parent", "joint_child")    # what joint_geometry gives
+
+
 def joint_geometry(model, body_names, com, quat) -> dict:
     """The joint geometry of an animation.
 

@@ -84,7 +84,8 @@ def _progress_bar(total, label, progress):
     return tqdm(total=total, desc=label, unit="sample", leave=False)
 
 
-def integrate_chunks(kernel, x, ts, integrator, substeps, rtol, atol, h_max, label, progress, other=None, work=None):
+def integrate_chunks(kernel, x, ts, integrator, substeps, rtol, atol, h_max, label, progress, other=None, work=None,
+                     outs=None):
     """Run a compiled integrator from state x over the sample times ts.
 
     (ts[0] = 0) in about 100 chunks, so
@@ -96,11 +97,13 @@ def integrate_chunks(kernel, x, ts, integrator, substeps, rtol, atol, h_max, lab
     code (kernel fail_code), t, sample (index into ts of the first sample not written), index (the state
     component the kernel named, or -1), state (rk4, hht: the bad state the step produced; dopri5: None).
     work (len(ts) float64, optional): filled with the work of the non-conservative forces at every sample, integrated
-    by rk4 and dopri5 with their own steps (kernel.wnc, dW/dt = kernel.pnc)."""
+    by rk4 and dopri5 with their own steps (kernel.wnc, dW/dt = kernel.pnc). outs (len(ts) x kernel NOUT, optional,
+    rk4 of a kernel with IN_LOOP_OUTPUTS): rows 1.. get the outputs of the samples from the steps' kinematics."""
     ns, dt, t_end = len(ts) - 1, ts[1] - ts[0], ts[-1]
     X = np.full((ns + 1, len(x)), np.nan)
     X[0] = x
-    chunk = max(1, ns // 100)
+    # about 100 chunks for a progress bar to move; without one, chunks of at most 32 MB (run_rk4 copies out)
+    chunk = max(1, ns // 100) if progress else min(ns, max(1, (1 << 22) // len(x)))
     stats = np.zeros(4, dtype=np.int64)
     h = min(dt, 1e-3) if h_max is None else min(dt, h_max)
     t = 0.0
@@ -112,8 +115,9 @@ def integrate_chunks(kernel, x, ts, integrator, substeps, rtol, atol, h_max, lab
         while k < ns:
             m = min(chunk, ns - k)
             if integrator == "rk4":
+                args = () if outs is None else (outs[k + 1:k + 1 + m],)
                 out, nok = kernel.run_rk4(ts[k], x, dt / substeps, m, substeps,
-                                          None if work is None else work[k + 1:k + 1 + m])
+                                          None if work is None else work[k + 1:k + 1 + m], *args)
                 X[k + 1:k + 1 + m] = out
                 done = m if not kernel.fail_code else nok + 1
                 stats[0] += 4 * done * substeps
@@ -282,9 +286,9 @@ def runaway(system, res, X):
     if n > 1:
         pre = SimpleNamespace(t=ts[:n], q=res.q[:n], u=res.u[:n], energy_kinetic=T[:n], energy_potential=V[:n],
                               body_names=res.body_names, body_com=res.body_com[:n], body_quat=res.body_quat[:n],
-                              extra={k: v[:n] for k, v in res.extra.items() if k in (
+                              extra={k: res.extra[k][:n] for k in (
                                   "actuator_force", "limit_force", "friction_force", "tendon_force", "tendon_length",
-                                  "tendon_velocity")})
+                                  "tendon_velocity") if k in res.extra})
         with np.errstate(all="ignore"):
             if "work" in res.extra:                      # the compiled integrator's own (exact to its order)
                 W, slack = res.extra["work"][:n], 0.0

@@ -8,6 +8,98 @@ import tempfile
 import numpy as np
 
 
+class LazyExtras(dict):
+    """The extras of a Result: a dict whose entries may be produced on first use.
+
+    ``defer(keys, producer)`` registers a producer (no arguments -> a dict of those keys) that runs the first time
+    any of its keys is read, listed or saved; ``in`` and ``len`` know the keys without running it. What every
+    run computes stays cheap this way (the joint geometry of an animation: 30 ms of numpy at 100 bodies and
+    1,000 samples, next to 70 ms of compiled simulation)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._pending = {}
+
+    def defer(self, keys, producer):
+        """Produce the entries `keys` by ``producer()`` on first use.
+
+        Parameters
+        ----------
+        keys : iterable of str
+            The keys the producer gives.
+        producer : callable
+            No arguments; returns a dict holding at least those keys.
+        """
+        for k in keys:
+            self._pending[k] = producer
+
+    def _run(self, producer):
+        keys = [k for k, p in self._pending.items() if p is producer]      # (a key set since is not overwritten)
+        for k in keys:
+            del self._pending[k]
+        out = producer()
+        super().update({k: out[k] for k in keys})
+
+    def update(self, *args, **kwargs):
+        """Set entries as dict.update does; a deferred entry set here is not produced later."""
+        d = dict(*args, **kwargs)
+        for k in d:
+            self._pending.pop(k, None)
+        super().update(d)
+
+    def _resolve(self):
+        while self._pending:
+            self._run(next(iter(self._pending.values())))
+
+    def __missing__(self, key):
+        if key not in self._pending:
+            raise KeyError(key)
+        self._run(self._pending[key])
+        return dict.__getitem__(self, key)
+
+    def __contains__(self, key):
+        return dict.__contains__(self, key) or key in self._pending
+
+    def __len__(self):
+        return dict.__len__(self) + len([k for k in self._pending if not dict.__contains__(self, k)])
+
+    def __setitem__(self, key, value):
+        self._pending.pop(key, None)
+        super().__setitem__(key, value)
+
+    def get(self, key, default=None):
+        """The entry (produced if deferred), or default."""
+        return self[key] if key in self else default
+
+    def __iter__(self):
+        self._resolve()
+        return super().__iter__()
+
+    def keys(self):
+        """Every key (deferred entries produced first)."""
+        self._resolve()
+        return super().keys()
+
+    def items(self):
+        """Every (key, value) (deferred entries produced first)."""
+        self._resolve()
+        return super().items()
+
+    def values(self):
+        """Every value (deferred entries produced first)."""
+        self._resolve()
+        return super().values()
+
+    def copy(self):
+        """A plain dict of every entry (deferred entries produced first)."""
+        self._resolve()
+        return dict(self)
+
+    def __repr__(self):
+        self._resolve()
+        return super().__repr__()
+
+
 class Result:
     """Sampled trajectory with body poses and energies; save() writes NPZ, save_csv() CSV, plot() PNG.
 
@@ -45,7 +137,7 @@ class Result:
         self.body_com, self.body_quat = body_com, body_quat
         self.energy_kinetic, self.energy_potential = energy_kinetic, energy_potential
         self.meta = meta
-        self.extra = extra or {}
+        self.extra = extra if isinstance(extra, LazyExtras) else LazyExtras(extra or {})
 
     @property
     def energy_total(self):
@@ -90,7 +182,7 @@ class Result:
              "velocity_names": np.array(self.velocity_names), "body_names": np.array(self.body_names),
              "body_com": self.body_com, "body_quat": self.body_quat, "energy_kinetic": self.energy_kinetic,
              "energy_potential": self.energy_potential, "meta": np.array(json.dumps(self.meta))}
-        d.update(self.extra)
+        d.update(self.extra.items())
         return d
 
     def save(self, path) -> str:

@@ -47,6 +47,7 @@ class Run:
     stable: Optional[float] = None      # the estimated stable rk4 step (beam models), else None
     nfact: int = 0                      # HHT: factorizations of the iteration matrix
     work: Optional[np.ndarray] = None   # the work of the non-conservative forces at the samples (compiled rk4, dopri5)
+    outputs: Optional[np.ndarray] = None   # outputs at the samples from the compiled rk4 (kernel.IN_LOOP_OUTPUTS)
 
     @property
     def h(self):
@@ -193,7 +194,8 @@ class System(Derivatives):
         """(X, stats, wall, fail) of the compiled integration over the sample times ts."""
         run.work = np.zeros(len(ts)) if run.integrator in ("rk4", "dopri5") else None
         return integrate_chunks(self.kernel, x, ts, run.integrator, run.substeps, run.rtol, run.atol, run.h_max,
-                                f"simulate {self.model.name}", run.progress, other=other, work=run.work)
+                                f"simulate {self.model.name}", run.progress, other=other, work=run.work,
+                                outs=run.outputs)
 
     def _finish_run(self, meta, run: Run, stats, fail):
         """Family entries of a run's meta; returns the fail dict.

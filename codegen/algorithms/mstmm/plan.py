@@ -154,5 +154,5 @@ def plan_mstmm(plan) -> Dict:
 def template_vars(plan, options) -> Dict:
     """Variables of templates/mstmm/mstmm.pyx.j2: the rigid-tree ones and the sweep groups."""
     mst = plan_mstmm(plan)
-    return dict(tree_vars(plan, mst["work"].size * plan.nb), mst=mst)
+    return dict(tree_vars(plan, mst["work"].size * plan.nb), mst=mst, fd_kin=True)   # fd starts with kin(q, u)
 

@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 
 from ...algorithms.tree_plan import canonical_rotation
-from ..animate import joint_geometry
+from ..animate import JOINT_GEOMETRY_KEYS, joint_geometry
 from ..result import Result
 from ..system import System, refused
 
@@ -488,13 +488,26 @@ class TreeSystem(System):
         finally:
             self.kernel.set_limits(was)
 
+    def _integrate(self, x, ts, run, other=None):
+        if run.integrator == "rk4" and self.kernel.IN_LOOP_OUTPUTS:     # outputs inside the compiled loop
+            run.outputs = np.full((len(ts), 7 * self.plan.nb + 2), np.nan)
+        return super()._integrate(x, ts, run, other)
+
+    def _outputs(self, X, run):
+        """(com, quat, energies) at the rows of X: from the compiled run when it made them, else computed."""
+        if run.outputs is None or not len(X):
+            return self.kernel.outputs_at(X)
+        nb, O = self.plan.nb, run.outputs[:len(X)]
+        O[0] = np.concatenate([a[0].ravel() for a in self.kernel.outputs_at(X[:1])])   # the start state
+        return O[:, :3 * nb].reshape(-1, nb, 3), O[:, 3 * nb:7 * nb].reshape(-1, nb, 4), O[:, 7 * nb:]
+
     def _result(self, X, ts, meta, run) -> Result:
         q, u = X[:, :self.nq].copy(), X[:, self.nq:self.nq + self.nv].copy()
-        com, quat, en = self.kernel.outputs_at(X)
+        com, quat, en = self._outputs(X, run)
         com, quat = com[:, :len(self.body_names)], quat[:, :len(self.body_names)]     # (grcr: phantoms last)
         res = Result(ts, q, u, list(self.coord_names), list(self.velocity_names), list(self.body_names), com, quat,
-                     en[:, 0].copy(), en[:, 1].copy(), meta,
-                     joint_geometry(self.model, self.body_names, com, quat))       # joint_pos etc., for animate
+                     en[:, 0].copy(), en[:, 1].copy(), meta)
+        res.extra.defer(JOINT_GEOMETRY_KEYS, lambda: joint_geometry(self.model, self.body_names, com, quat))   # animate
         plan, model = self.plan, self.model
         if plan.limits:
             res.extra.update(limit_names=np.array([t.data["name"] for t in plan.limits]),
