@@ -110,7 +110,7 @@ def test_five_bar_gcl_run_agrees_with_the_cut_joint_method(five_bar):
 
 def test_gcl_refuses_what_it_cannot_restructure(tmp_path):
     from support.grcr_models import chain_loops_dict
-    d = dict(chain_loops_dict(5, loops=((None, 7),), floating=False), name="gcl_spatial")
+    d = dict(chain_loops_dict(5, loops=((None, 7),), floating=False), name="grcr_spatial1")   # test_grcr's kernel
     s = get_system(codegen.model_from_dict(d), "grcr")
     with pytest.raises(ModelError, match=r"loops\[.*planar"):
         s.simulate(0.01, 1e-3, switching="gcl")

@@ -3,13 +3,15 @@ import numpy as np
 import pytest
 
 import codegen
-from codegen.models import random_state, random_tree
+from codegen.models import JOINT_MIX, random_state, random_tree
 from support.systems import get_system, rel_err
 
 REF_POINTS = ("centroid", "joint", "origin")
 TREES = {
     "fixed": lambda: random_tree(14, seed=1, forces=True),
-    "floating": lambda: random_tree(11, seed=2, floating=True, forces=True),
+    # the mixed floating tree of the mstmm and derivative tests (free base, every joint type, free joints inside):
+    # its kernels are built there too
+    "floating": lambda: random_tree(14, seed=7, types=JOINT_MIX + ("free", "revolute", "spherical"), floating=True),
 }
 
 
