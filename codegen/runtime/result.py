@@ -99,6 +99,10 @@ class LazyExtras(dict):
         self._resolve()
         return super().__repr__()
 
+    def __reduce__(self):
+        self._resolve()                  # pickled (a Result sent to another process) with every entry produced
+        return LazyExtras, (dict(self),)
+
 
 class Result:
     """Sampled trajectory with body poses and energies; save() writes NPZ, save_csv() CSV, plot() PNG.

@@ -61,3 +61,7 @@ def test_joint_geometry_is_made_on_first_use():
     res = s.simulate(0.05, 1e-3)
     assert {"joint_pos", "joint_names", "joint_parent", "joint_child"} <= set(res.arrays())
     assert res.extra["joint_pos"].shape == (len(res.t), len(s.model.joints), 3)
+    import pickle
+    res2 = s.simulate(0.05, 1e-3)
+    back = pickle.loads(pickle.dumps(res2))                # a Result crosses processes with its deferred entries
+    assert np.array_equal(back.extra["joint_pos"], res2.extra["joint_pos"])
