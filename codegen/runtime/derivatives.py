@@ -27,6 +27,9 @@ class Derivatives:
         """Why this system has no derivatives (the family classes say), or None."""
         return None
 
+    def _no_state_jacobians(self, what: str):
+        """Refuse what needs the Jacobians of the whole state when a family cannot give them (default: can)."""
+
     def _derivative_kernel(self, what: str):
         why = self._no_derivatives()
         if why:
@@ -59,6 +62,8 @@ class Derivatives:
             k.set_hook(self.model.tau_hook)
             if self.feedback is not None:
                 k.set_feedback(*self.feedback)
+            if getattr(self, "act", None) is not None:
+                k.set_act(self.act)                 # the activations of set_act
             self._dkernel = k
         return self._dkernel
 
@@ -265,6 +270,7 @@ class Derivatives:
             The RK4 step from this state is not finite.
         """
         k = self._derivative_kernel("linearize")
+        self._no_state_jacobians("linearize")
         q, u = self._qu(q, u)
         T = None if tau is None else np.ascontiguousarray(tau, float).reshape(1, self.nv)
         if dt is None:

@@ -107,6 +107,7 @@ class System(Derivatives):
     beams = grcr = loops = False        # the model's kind, as the family classes set it
     na = 0                              # activation states: the state is x = (q, u, act), act_names name them
     act_names: list = []
+    act = None                          # the activations of set_act (single-state calls), None: zeros
     integrator_note = ""                # appended to the refusal of an unknown integrator
 
     def __init_subclass__(cls, **kwargs):

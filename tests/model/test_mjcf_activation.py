@@ -7,7 +7,8 @@ integrator with an affine bias and an activation range, a filterexact on a fixed
   MuJoCo's RK4 applies the exponential update to the averaged rate, ours integrates the ODE); rollout(ctrl=)
   equals simulate(ctrl=) bit for bit, act0 starts the activations, the results name them;
 * the activation stays in actrange; the energy balance counts the actuators' work;
-* derivatives refuse by name; the YAML form round-trips; bad fields and unmodelled dynamics exit 2."""
+* derivatives at fixed activations against central differences, state Jacobians refused by name; the YAML
+  form round-trips; bad fields and unmodelled dynamics exit 2."""
 import os
 import re
 
@@ -117,10 +118,28 @@ def test_activation_stays_in_its_range(arm):
         assert act[k, 0] == pytest.approx(0.5 * (1 - np.exp(-res.t[k] / 0.05)), rel=1e-6)
 
 
-def test_derivatives_refuse_by_name(arm):
-    _, _, s = arm
+def test_derivatives_at_fixed_activations_and_refusals(arm):
+    """forward_dynamics_derivatives at the activations of set_act against central differences (the actuators'
+    gain times act, their bias in L and V); linearize and rollout sensitivities, which need the act rows, refuse."""
+    m, mj, s = arm
+    rng = np.random.default_rng(6)
+    q, u = rng.uniform(-1, 1, m.nq), rng.normal(size=m.nv)
+    c = np.array([0.4, -0.3, 0.2, 0.5])
+    s.set_act([0.3, -0.2, 0.1])
+    try:
+        dq, du, Minv = s.forward_dynamics_derivatives(q, u, None, 0.0, ctrl=c)
+        h = 1e-6
+        for k in range(m.nv):
+            e = np.eye(m.nv)[k] * h
+            fd_q = (s.forward_dynamics(q + e, u, ctrl=c) - s.forward_dynamics(q - e, u, ctrl=c)) / (2 * h)
+            fd_u = (s.forward_dynamics(q, u + e, ctrl=c) - s.forward_dynamics(q, u - e, ctrl=c)) / (2 * h)
+            assert rel_err(dq[:, k], fd_q) < 1e-6 and rel_err(du[:, k], fd_u) < 1e-6, k
+    finally:
+        s.set_act(None)
     with pytest.raises(ValueError, match="activation dynamics .*shoulder_filter"):
         s.linearize(*s.initial_state())
+    with pytest.raises(ValueError, match="activation dynamics"):
+        s.rollout(*[x[None] for x in s.initial_state()], 3, 1e-3, sensitivities=True)
 
 
 def test_yaml_form_round_trips(arm, tmp_path):

@@ -67,10 +67,15 @@ class TreeSystem(System):
         if self.model.point_springs:
             return (f"not available with point-to-point spring-dampers "
                     f"({', '.join(p.name for p in self.model.point_springs)}): their partials are not derived")
-        if self.na:
-            return (f"not available with activation dynamics (actuators {', '.join(self.act_names)}): the state "
-                    f"(q, u, act) has no derivative kernels yet")
         return None
+
+    def _no_state_jacobians(self, what: str):
+        """Refuse the Jacobians of the whole state (linearize, rollout sensitivities) of a model whose state has
+        activations: the partials at fixed activations (forward_dynamics_derivatives) exist, the act rows not yet."""
+        if self.na:
+            raise ValueError(f"{what}: not available with activation dynamics (actuators {', '.join(self.act_names)}):"
+                             f" the state (q, u, act) has no step Jacobians yet; forward_dynamics_derivatives gives the "
+                             f"partials at the activations of set_act")
 
     def set_act(self, act=None):
         """The activations the single-state calls use (forward_dynamics, inverse_dynamics, joint_wrenches, ...).
@@ -91,6 +96,9 @@ class TreeSystem(System):
             Wrong length or not finite.
         """
         self.kernel.set_act(act)
+        self.act = None if act is None else np.array(act, float).reshape(-1)
+        if self._dkernel is not None and self._dkernel is not self.kernel:
+            self._dkernel.set_act(act)
 
     def act_rates(self, q, u, t: float = 0.0, ctrl=None) -> np.ndarray:
         """dact/dt of the activation states at (q, u, t) with the activations of set_act.
@@ -286,6 +294,7 @@ class TreeSystem(System):
                 raise ValueError("rollout: sensitivities with ctrl are not derived yet (use tau)")
             if integrator != "rk4":
                 raise ValueError(f"rollout: integrator '{integrator}' not supported (rk4)")
+            self._no_state_jacobians("rollout(sensitivities=True)")
             q, u, A, B, fail = self._derivative_kernel("rollout(sensitivities=True)").rollout_sensitivities(
                 q0, u0, int(nsteps), float(dt), tau, threads)
         else:
