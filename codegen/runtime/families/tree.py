@@ -70,8 +70,10 @@ class TreeSystem(System):
         return None
 
     def _no_state_jacobians(self, what: str):
-        """Refuse the Jacobians of the whole state (linearize, rollout sensitivities) of a model whose state has
-        activations: the partials at fixed activations (forward_dynamics_derivatives) exist, the act rows not yet."""
+        """Refuse the Jacobians of the whole state when the state has activations.
+
+        linearize and rollout sensitivities need the act rows, not derived yet; the partials at fixed activations
+        (forward_dynamics_derivatives) exist."""
         if self.na:
             raise ValueError(f"{what}: not available with activation dynamics (actuators {', '.join(self.act_names)}):"
                              f" the state (q, u, act) has no step Jacobians yet; forward_dynamics_derivatives gives the "
