@@ -4,7 +4,8 @@
 For each robot file, with a fixed base and with a free base (``floating_base=True``), this script
 
   * loads the URDF with ``codegen.load_model(mimic="refuse")`` (for a file with mimic joints it is loaded again with
-    ``mimic='independent'``, pinocchio's default, and the table says so);
+    ``mimic='independent'``, pinocchio's default, and the table says so), its joint limits and ``<dynamics damping
+    friction>`` left out as pinocchio's ABA has none (as tests/support/robots.py ``load``);
   * builds the recursive kernel (default reference point) in its own cache (``--cache-dir``, default a folder
     under the system's temporary folder: 130 entries would crowd the project cache);
   * compares forward dynamics at 20 random states (angles in [-pi, pi], prismatic displacements in [-0.3, 0.3]
@@ -62,6 +63,9 @@ def check(name: str, path: str, floating: bool, cache_dir: str) -> dict:
                 raise
             m = codegen.load_model(path, floating_base=floating, mimic="independent")
             row["mimic"] = True
+        for j in m.joints:             # as pinocchio's ABA sees the file (tests/support/robots.py load): no limits,
+            j.limits = j.limit_solref = j.friction = None     # no <dynamics damping friction> (their import:
+        m.springs = []                                        # tests/model/test_urdf.py)
         row.update(bodies=len(m.bodies), nq=m.nq, nv=m.nv, load_s=time.perf_counter() - t0)
         peer = UrdfPeer(path, floating, [(j.name, j.type) for j in m.joints])
         row["pinocchio_order"] = peer.same_order
