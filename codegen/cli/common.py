@@ -241,6 +241,12 @@ def validate_args(args):
     rtol = get("rtol")
     if rtol is not None and not (0 < rtol < 1):
         raise ValueError(f"--rtol must lie in (0, 1), got {rtol:g}")
+    deps = get("dependents")
+    if isinstance(deps, str) and deps.strip() != "auto":        # before the build: a name given twice
+        names = [d.strip() for d in deps.split(",") if d.strip()]
+        twice = sorted({d for d in names if names.count(d) > 1})
+        if twice:
+            raise ValueError(f"--dependents: {', '.join(twice)} given twice")
     alpha = get("hht_alpha")
     if alpha is not None and not (-1.0 / 3.0 <= alpha <= 0.0):
         raise ValueError(f"--hht-alpha: HHT alpha must lie in [-1/3, 0], got {alpha:g}")

@@ -172,6 +172,15 @@ def test_bad_dependents_are_refused_naming_the_field(five_bar, deps, what):
     assert what in str(e.value)
 
 
+def test_cli_refuses_a_name_given_twice_before_building(tmp_path, monkeypatch, capsys):
+    from codegen.cli import main
+    monkeypatch.setenv("MBGEN_CACHE_DIR", str(tmp_path / "cache"))
+    assert main(["simulate", FIVE_BAR, "--algorithm", "grcr", "--dependents", "q1,q1,q1", "--out",
+                 str(tmp_path / "r.npz")]) == 2
+    assert "--dependents: q1 given twice" in capsys.readouterr().err
+    assert not any((tmp_path / "cache").glob("*/*.so")) and not (tmp_path / "r.npz").exists()   # nothing built
+
+
 def test_cli_refuses_a_singular_choice_and_writes_nothing(tmp_path):
     out = tmp_path / "fb.npz"
     p = subprocess.run([sys.executable, "-m", "codegen.cli", "simulate", FIVE_BAR, "--algorithm", "grcr",
