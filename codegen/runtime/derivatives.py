@@ -62,7 +62,7 @@ class Derivatives:
             k.set_hook(self.model.tau_hook)
             if self.feedback is not None:
                 k.set_feedback(*self.feedback)
-            if getattr(self, "act", None) is not None:
+            if self.act is not None:
                 k.set_act(self.act)                 # the activations of set_act
             self._dkernel = k
         return self._dkernel

@@ -88,8 +88,8 @@ def integrate_chunks(kernel, x, ts, integrator, substeps, rtol, atol, h_max, lab
                      outs=None):
     """Run a compiled integrator from state x over the sample times ts.
 
-    (ts[0] = 0) in about 100 chunks, so
-    that a progress bar can move; every step runs inside the kernel. Returns (X, stats, wall seconds, fail):
+    (ts[0] = 0), every step inside the kernel: in about 100 chunks when a progress bar shows, so that it can
+    move, else in chunks of at most 32 MB of states. Returns (X, stats, wall seconds, fail):
     X the state at each sample, stats [rhs evaluations, steps, rejected steps or Newton iterations, ...].
     ``other(t0, x, m) -> (states, stats)`` integrates m samples for an integrator besides rk4 and dopri5.
 

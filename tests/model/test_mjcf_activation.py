@@ -1,5 +1,5 @@
 """Activation dynamics of actuators (MuJoCo's dyntype integrator, filter, filterexact; codegen/model/actuators.py):
-the state is x = (q, u, act). Against MuJoCo itself on tests/model/mjcf/activation_arm.xml (a filter on a hinge, an
+the state is x = (q, u, act). Against MuJoCo itself on examples/activation_arm.xml (a filter on a hinge, an
 integrator with an affine bias and an activation range, a filterexact on a fixed tendon, a plain motor):
 
 * mj_forward's qacc and act_dot at random states, activations and controls (contacts and constraints off): 1e-12;
@@ -8,7 +8,7 @@ integrator with an affine bias and an activation range, a filterexact on a fixed
   equals simulate(ctrl=) bit for bit, act0 starts the activations, the results name them;
 * the activation stays in actrange; the energy balance counts the actuators' work;
 * derivatives at fixed activations against central differences, state Jacobians refused by name; the YAML
-  form round-trips; bad fields and unmodelled dynamics exit 2."""
+  form round-trips; bad fields exit 2 (unmodelled dynamics and actearly: test_mjcf_actuators.py)."""
 import os
 import re
 
@@ -19,9 +19,9 @@ import yaml
 
 import codegen
 from codegen.cli import main
-from support.systems import get_system, rel_err
+from support.systems import EXAMPLES, get_system, rel_err
 
-ARM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mjcf", "activation_arm.xml")
+ARM = str(EXAMPLES / "activation_arm.xml")
 
 
 @pytest.fixture(scope="module")
@@ -161,7 +161,7 @@ def test_yaml_form_round_trips(arm, tmp_path):
     ({"dynamics": "filter", "timeconst": -1.0}, "timeconst", "timeconst"),
 ])
 def test_bad_activation_fields_exit_2(tmp_path, capsys, change, field, words):
-    with open(os.path.join(os.path.dirname(ARM), "..", "..", "..", "examples", "cartpole.yaml")) as f:
+    with open(EXAMPLES / "cartpole.yaml") as f:
         d = yaml.safe_load(f)
     d["actuators"] = [dict({"name": "push", "joint": d["joints"][0]["name"]}, **change)]
     p = tmp_path / "bad.yaml"
@@ -169,16 +169,3 @@ def test_bad_activation_fields_exit_2(tmp_path, capsys, change, field, words):
     assert main(["check", str(p)]) == 2
     err = capsys.readouterr().err
     assert re.search(rf"actuators\[(0|push)\]\.{field}: ", err) and words in err and "Traceback" not in err, err
-
-
-@pytest.mark.parametrize("actuator, words", [
-    ('<general joint="h" dyntype="user"/>', "activation dynamics user"),
-    ('<general joint="h" dyntype="filter" dynprm="0.1" actearly="true"/>', "actearly"),
-])
-def test_unmodelled_activation_is_refused_by_name(tmp_path, capsys, actuator, words):
-    p = tmp_path / "m.xml"
-    p.write_text('<mujoco><worldbody><body name="a"><joint name="h" type="hinge"/><geom size="0.1" contype="0" '
-                 f'conaffinity="0"/></body></worldbody><actuator>{actuator}</actuator></mujoco>')
-    assert main(["check", str(p)]) == 2
-    err = capsys.readouterr().err
-    assert "actuator" in err and words in err and "Traceback" not in err, err

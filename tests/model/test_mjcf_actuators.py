@@ -177,6 +177,8 @@ def test_bad_actuator_fields_exit_2(tmp_path, capsys, change, words):
 
 @pytest.mark.parametrize("actuator, words", [
     ('<general joint="h" dyntype="muscle"/>', "activation dynamics muscle"),
+    ('<general joint="h" dyntype="user"/>', "activation dynamics user"),
+    ('<general joint="h" dyntype="filter" dynprm="0.1" actearly="true"/>', "actearly"),
     ('<motor joint="b"/>', "only hinge and slide joints"),
 ])
 def test_unmodelled_mujoco_actuators_are_refused_by_name(tmp_path, capsys, actuator, words):
