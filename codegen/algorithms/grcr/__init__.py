@@ -52,6 +52,9 @@ def template_vars(plan: GrcrPlan, options: dict) -> dict:
     tv = articulated_vars(plan, "origin", size)       # the tree outside the chains: Kang & Yoon at the origin
     from ...symbolic.grcr import grcr_kernels      # (sympy only when a module is generated, not on a cached run)
     tv["spatial"] = tuple(tv["spatial"]) + grcr_kernels()   # the loop recursion's steps (codegen.symbolic.grcr)
+    if plan.couplings:                              # rows L1 = p(L2) over the reduced solve (templates/grcr/couplings)
+        from ...symbolic.loops import coupling_kernel
+        tv["coupling_kernels"] = [coupling_kernel()]
     tv.update(lv, gw=gw, scratch_layout=scratch, hang_layout=hang, load_layout=LOAD, loop_params=LOOP_PARAMS,
               ref_point="origin", project_hook=True)
     return tv
@@ -63,7 +66,7 @@ FAMILY = Family(
                 "coordinates, O(n + m), arbitrary (re-)selection of the dependents",
     template="grcr/grcr.pyx.j2", models="tree", make_plan=GrcrPlan, template_vars=template_vars,
     joint_types=tuple(JOINT_TYPES),
-    check=check, loops=True, runtime="grcr",
+    check=check, loops=True, couplings=True, runtime="grcr",
     run_options={"dependents": ("auto|q2,q3,q5", "the dependent coordinates, 'auto' (each loop from its tip inward, "
                                 "the best conditioned) or a comma-separated list of loop joints (the cut joint's among "
                                 "them); a run re-selects them when the partition turns singular (default: auto)")})

@@ -16,6 +16,9 @@ What the method takes (checked here, with messages naming the file and field):
   * loops do not share joints (loops may share bodies: a loop whose base lies on another loop hangs from it
     as a subtree).  Loops that share joints need the coupled-loop bookkeeping of Sect. 5 [CA eqs 103-111].
 
+Couplings (the model's ``couplings:``) are rows L1 = p(L2) over the reduced solve (codegen.algorithms.couplings,
+templates/grcr/couplings.pyx.j2); their parameters follow the loops'.
+
 Everything else (off-loop subtrees, any joint type) runs the tree recursion of the recursive family at the
 instant global origin ([KY eq 33]: B1 = I), whose world-frame vectors make the shift tensors S of the
 seed identities: every spatial quantity below is world-frame, linear part first, about the origin.
@@ -27,6 +30,7 @@ from typing import List
 import numpy as np
 
 from ...model import GROUND, Body, Joint, Model, ModelError, Placement
+from ..couplings import coupling_params, coupling_pattern, coupling_roadmap, coupling_rows, coupling_vars
 from ..family import BuildError
 from ...symbolic.layout import Layout
 from ..tree_plan import Plan, canonical_rotation
@@ -167,6 +171,7 @@ class GrcrPlan(Plan):
         self.nloop = len(self.chains)
         self.np_tree = self.np
         self.np += NP_LOOP * self.nloop
+        self.couplings = coupling_rows(self, model, 0)     # rows L1 = p(L2) on top of the reduced solve
 
     def params(self) -> np.ndarray:
         """The parameter vector: the tree's numbers, then each loop's."""
@@ -184,6 +189,7 @@ class GrcrPlan(Plan):
             o = self.np_tree + NP_LOOP * k
             LOOP_PARAMS.view(p, "R", o)[:] = rot.ravel()      # in the base's reference frame
             LOOP_PARAMS.view(p, "p", o)[:] = pos
+        coupling_params(p, self.couplings, self.source_model)
         return p
 
     def loop_vars(self) -> dict:
@@ -206,6 +212,7 @@ class GrcrPlan(Plan):
                       hang_loop=[h[3] for h in hangs],
                       loop_hang=[next((i for i, h in enumerate(hangs) if h[3] == L), -1) for L in range(self.nloop)])
         return dict({k + "_c": ", ".join(str(v) for v in (a or [0])) for k, a in arrays.items()},
+                    **coupling_vars(self.couplings),
                     nloop=self.nloop, nchain=len(flat), nmax=max(len(ch) for ch in self.chains),
                     np_tree=self.np_tree, np_loop=NP_LOOP, loop_names=self.loop_names, nhang=len(hangs))
 
@@ -218,4 +225,8 @@ class GrcrPlan(Plan):
                         + (f"shares {', '.join(self.joint_names[b] for b in self.prefixes[k])} (hangs on loop "
                            f"{self.hangs[[h[3] for h in self.hangs].index(k)][0]}); " if self.prefixes[k] else "")
                         + "chain " + " -> ".join(self.body_names[b] for b in ch))
-        return rows
+        return rows + coupling_roadmap(self, self.couplings)
+
+    def code_pattern(self) -> str:
+        """The tree's pattern plus the couplings' terms."""
+        return super().code_pattern() + coupling_pattern(self.couplings)

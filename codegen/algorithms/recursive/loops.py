@@ -21,19 +21,11 @@ import numpy as np
 
 from ...model import GROUND, JOINT_TYPES, Model, ModelError
 from ...symbolic.loop_rows import ROWS, planar_rows
+from ..couplings import (c_array, coupling_params, coupling_pattern, coupling_roadmap, coupling_rows,
+                         coupling_vars)
 from ..tree_plan import Plan, canonical_rotation
 
 NP_CUT = 24          # per cut: p_i (3), e0 e1 e2 (9), p_j (3), f0 f1 f2 (9)
-
-
-@dataclass
-class CouplingRow:
-    """A coupling (codegen.model.couplings) as one joint-space row: L1 = p(L2), L = sum coef q."""
-
-    name: str
-    terms: List[tuple]   # (side 0 | 1, q index, v index, body index of the joint, coef)
-    index: int = 0       # its row number (after the cuts' rows)
-    p: int = 0           # parameter offset: c0 .. c4, then the terms' coefficients
 
 
 @dataclass
@@ -90,20 +82,11 @@ class LoopPlan(Plan):
                                                               enumerate(rows)], normal))
             m += len(rows)
         self.nm_cut = m
-        self.couplings: List[CouplingRow] = []
-        b = {j.name: k for k, j in enumerate(model.joints)}
-        for c in model.couplings:                       # one joint-space row each, after the cuts' rows
-            terms = [(side, self.iq[b[jn]] + d, self.iv[b[jn]] + d, b[jn], coef)
-                     for side, terms in enumerate(c.sides(model)) for jn, d, coef in terms]
-            self.couplings.append(CouplingRow(c.name, terms, m))
-            m += 1
-        self.nm = m
         for cut in self.cuts:
             cut.index = self.np
             self.np += NP_CUT
-        for cp in self.couplings:
-            cp.p = self.np
-            self.np += 5 + len(cp.terms)
+        self.couplings = coupling_rows(self, model, m)  # one joint-space row each, after the cuts' rows
+        self.nm = m + len(self.couplings)
         # loop bodies: a cut side in the subtree
         slot = [-1] * self.nb
         mark = [False] * self.nb
@@ -206,16 +189,13 @@ class LoopPlan(Plan):
                     x = pl.pos
                 p[o + 12 * side:o + 12 * side + 3] = x
                 p[o + 12 * side + 3:o + 12 * side + 12] = R.T.ravel()     # the axes one after the other
-        for cp, c in zip(self.couplings, self.model.couplings):
-            p[cp.p:cp.p + 5] = c.polycoef
-            p[cp.p + 5:cp.p + 5 + len(cp.terms)] = [t[4] for t in cp.terms]
+        coupling_params(p, self.couplings, self.model)
         return p
 
     def code_pattern(self) -> str:
         """The tree's pattern plus the rows of every cut (the planar reduction depends on the axes)."""
         return super().code_pattern() + ";" + ",".join(
-            f"{c.type}:{c.normal}" for c in self.cuts) + "".join(
-            ";" + ",".join(f"{t[0]}:{t[1]}:{t[2]}" for t in cp.terms) for cp in self.couplings)
+            f"{c.type}:{c.normal}" for c in self.cuts) + coupling_pattern(self.couplings)
 
     def roadmap(self) -> List[str]:
         """The tree's roadmap with one row per cut joint."""
@@ -225,26 +205,13 @@ class LoopPlan(Plan):
             rows.append(f"  cut {cut.name[:16]:<16} {cut.type:<11} {bi[:16]:<16} -> {self.body_names[cut.bj][:16]:<16} "
                         f"rows {cut.rows[0].index}:{cut.rows[-1].index + 1}"
                         + (f" (planar loop, normal e{cut.normal})" if cut.normal is not None else ""))
-        for cp in self.couplings:
-            rows.append(f"  coupling {cp.name[:16]:<16} row {cp.index}: " + " ".join(
-                f"{'L1' if t[0] == 0 else 'L2'}:{self.joint_names[t[3]][:16]}[{t[2] - self.iv[t[3]]}]"
-                for t in cp.terms))
-        return rows
+        return rows + coupling_roadmap(self, self.couplings)
 
     def loop_vars(self) -> dict:
         """Template variables of the loop part (templates/recursive/loops.pyx.j2)."""
-        def c_array(xs, pad="0"):                  # C arrays of at least one entry
-            return ",".join(map(str, xs)) or pad
         rows = [r for c in self.cuts for r in c.rows]
-        terms = [t for cp in self.couplings for t in cp.terms]
-        t0 = [0]
-        for cp in self.couplings:
-            t0.append(t0[-1] + len(cp.terms))
-        return dict(ncut=len(self.cuts), nm=self.nm, nslot=self.nslot, nm_cut=self.nm_cut, ncpl=len(self.couplings),
-                    nterm=len(terms), cpl_p_c=c_array(cp.p for cp in self.couplings), cpl_t0_c=c_array(t0),
-                    term_side_c=c_array(t[0] for t in terms), term_q_c=c_array(t[1] for t in terms),
-                    term_v_c=c_array(t[2] for t in terms), term_b_c=c_array(t[3] for t in terms),
-                    slot_c=c_array(self.slot), nv_of_c=c_array(JOINT_TYPES[t].nv for t in self.types),
+        return dict(coupling_vars(self.couplings), ncut=len(self.cuts), nm=self.nm, nslot=self.nslot,
+                    nm_cut=self.nm_cut, slot_c=c_array(self.slot), nv_of_c=c_array(JOINT_TYPES[t].nv for t in self.types),
                     # the cuts and their rows as data, so the kernel's size does not grow with the number of cuts
                     cut_bi_c=c_array(c.bi for c in self.cuts), cut_bj_c=c_array(c.bj for c in self.cuts),
                     cut_p_c=c_array(c.index for c in self.cuts),

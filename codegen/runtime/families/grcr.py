@@ -17,7 +17,7 @@ import numpy as np
 from ...algorithms.codes import Fail, Switching
 from ...model import ModelError
 from ..system import refused
-from .loops import violation_meta
+from .loops import CLOSURE_TOL as COUPLING_TOL, baumgarte_rate, coupling_violated, violation_meta
 from .tree import TreeSystem
 
 log = logging.getLogger("codegen.grcr")
@@ -76,6 +76,25 @@ def _close(system, x, where):
                                  f"joint's frames against the tree's q0 and u0", system.model.source,
                                  f"loops[{system.plan.loop_names[L]}]")
     return x
+
+
+def check_couplings(system, x, where):
+    """Raise ModelError naming the first coupling that the state x violates by more than the tolerance."""
+    if not system.plan.couplings:
+        return
+    viol = system.kernel.coupling_residual(x[:system.nq], x[system.nq:system.nq + system.nv])
+    for level in (0, 1):
+        c = int(np.argmax(np.abs(viol[:, level])))
+        if abs(viol[c, level]) > COUPLING_TOL:
+            raise coupling_violated(system, f"couplings[{system.plan.couplings[c].name}]", level, viol[c, level],
+                                    where, "solved with grcr's loops")
+
+
+def coupling_outputs(system, X, ts) -> dict:
+    """The couplings' forces (the multiplier: the force on L1) and drift (|Phi|, |Phi'|) at the samples."""
+    lam, viol = system.kernel.coupling_history(X, ts)
+    return {"coupling_names": np.array([c.name for c in system.plan.couplings]), "coupling_force": lam,
+            "coupling_violation": np.abs(viol)}
 
 
 def initial_state(system):
@@ -216,6 +235,7 @@ def setup(system, dependents):
     system.ranks = _ranks(system, x0[:system.nq])
     k.set_rank(system.ranks)
     system._x0 = x0
+    check_couplings(system, x0, "initial state")
     set_dependents(system, dependents, x0)
 
 
@@ -262,7 +282,7 @@ def outputs(system, X, ts) -> dict:
             "partition_switch_new": np.array([",".join(s[3]) for s in sw], dtype=str),
             "dependents_final": np.array(dependent_names(system) if run is None else
                                          [n for c, a in zip(run.names, run.final) for n in run.window_names(c, a)]),
-            "constraint_violation": system.kernel.closure_history(X),
+            "constraint_violation": system.kernel.closure_history(X),   # per loop, then per coupling (below)
             "cut_q": X[:, cut_cols].copy(), "cut_q_names": np.array([system.coord_names[i] for i in cut_cols])}, total
 
 
@@ -599,11 +619,27 @@ class GrcrSystem(TreeSystem):
         if run.switching == "gcl" and (run.integrator != "rk4" or getattr(self, "dependents_spec", "auto") != "auto"):
             raise ValueError("switching 'gcl' runs rk4 with dependents 'auto' (it chooses windows of adjacent "
                              "dependents itself)")
-        if run.baumgarte is not None or run.projection:
+        if run.projection or (run.baumgarte is not None and not self.plan.couplings):
             raise ValueError("grcr solves the dependent coordinates from the loop constraints after every step "
-                             "(coordinate partitioning): baumgarte and projection belong to algorithm recursive")
+                             "(coordinate partitioning): projection belongs to algorithm recursive, and baumgarte "
+                             "to it or to the couplings of a model that has them")
+        if self.plan.couplings:                         # the couplings' drift: Baumgarte, as algorithm recursive's
+            if run.q0 is not None or run.u0 is not None:
+                check_couplings(self, x, "given start state")
+            self.kernel.alpha = self.kernel.beta = baumgarte_rate(run)
         self.gcl_run = CoupledLoopRun(self) if run.switching == "gcl" else None
         start(self, x)
+
+    def _finish_run(self, meta, run, stats, fail):
+        fail = super()._finish_run(meta, run, stats, fail)
+        if fail and fail["code"] == Fail.DEPENDENT_ROWS:
+            names = [c.name for c in self.plan.couplings]
+            r = fail.get("index", -1)
+            fail = dict(fail, index=-1, detail=(
+                f"the couplings became dependent on the loops' manifold (couplings {', '.join(names)}; first "
+                f"dependent row: couplings[{names[r] if 0 <= r < len(names) else '?'}]): a redundant coupling, or "
+                f"one that the loops already fix"))
+        return fail
 
     def _integrate(self, x, ts, run, other=None):
         if self.gcl_run is None:
@@ -612,6 +648,11 @@ class GrcrSystem(TreeSystem):
 
     def _loop_outputs(self, res, X, ts):
         extra, total = outputs(self, X, ts)
+        if self.plan.couplings:
+            extra.update(coupling_outputs(self, X, ts))
+            extra["constraint_violation"] = np.concatenate([extra["constraint_violation"],
+                                                            extra.pop("coupling_violation")], axis=1)
+            res.meta["baumgarte"] = self.kernel.alpha
         res.extra.update(extra)
         res.meta.update(partition_switches=int(total), dependents=getattr(self, "dependents_spec", "auto"),
                         switching="gcl" if self.gcl_run is not None else "acs")

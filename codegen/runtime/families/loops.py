@@ -51,17 +51,31 @@ def check_closure(system, q, u, where: str = "initial state"):
                                                                     per_cut_max(system.plan, viol[:, level]))
                               if v > CLOSURE_TOL)
             if fields[r].startswith("couplings"):
-                raise ModelError(f"the coupling L1 = p(L2) is violated at the {where} by {viol[r, level]:.3g} "
-                                 + ("(L1 - p(L2)" if level == 0 else "(its rate L1' - p'(L2) L2'")
-                                 + f", tolerance {CLOSURE_TOL:g}; per constraint: {worst}): "
-                                 + ("give the coupled joint a q0 that satisfies it" if level == 0 else
-                                    "the joints' u0 must satisfy its rate too"),
-                                 system.model.source, fields[r])
+                raise coupling_violated(system, fields[r], level, viol[r, level], where, f"per constraint: {worst}")
             raise ModelError(f"the cut joint {what} at the {where} by up to {abs(viol[r, level]):.3g} {unit} "
                              f"(tolerance {CLOSURE_TOL:g}; per cut: {worst}); "
                              + ("check its frames against the tree's q0" if level == 0 else
                                 "the joints' u0 must satisfy the loop's velocity constraints"),
                              system.model.source, fields[r])
+
+
+def coupling_violated(system, field, level, value, where, detail) -> ModelError:
+    """The error of a start state that violates a coupling (level 0: position, 1: velocity)."""
+    return ModelError(f"the coupling L1 = p(L2) is violated at the {where} by {value:.3g} "
+                      + ("(L1 - p(L2)" if level == 0 else "(its rate L1' - p'(L2) L2'")
+                      + f", tolerance {CLOSURE_TOL:g}; {detail}): "
+                      + ("give the coupled joint a q0 that satisfies it" if level == 0 else
+                         "the joints' u0 must satisfy its rate too"),
+                      system.model.source, field)
+
+
+def baumgarte_rate(run) -> float:
+    """The run's Baumgarte rate alpha = beta [1/s]: given, or 0.1 / h (0 with projection)."""
+    h = run.h if run.integrator != "dopri5" else min(run.dt, run.h_max or run.dt)
+    b = (0.0 if run.projection else 0.1 / h) if run.baumgarte is None else float(run.baumgarte)
+    if not (b >= 0 and math.isfinite(b)):
+        raise ValueError(f"baumgarte must be a non-negative rate [1/s], got {run.baumgarte!r}")
+    return b
 
 
 def _angle(R, d):
@@ -149,11 +163,7 @@ class LoopSystem(TreeSystem):
             super()._start_run(x, run)
         if run.q0 is not None or run.u0 is not None:
             check_closure(self, x[:self.nq], x[self.nq:self.nq + self.nv], "given start state")
-        h = run.h if run.integrator != "dopri5" else min(run.dt, run.h_max or run.dt)
-        b = (0.0 if run.projection else 0.1 / h) if run.baumgarte is None else float(run.baumgarte)
-        if not (b >= 0 and math.isfinite(b)):
-            raise ValueError(f"baumgarte must be a non-negative rate [1/s], got {run.baumgarte!r}")
-        self.kernel.alpha = self.kernel.beta = b
+        self.kernel.alpha = self.kernel.beta = baumgarte_rate(run)
         self.kernel.project_on, self.kernel.project_tol = int(bool(run.projection)), 1e-12
 
     def _finish_run(self, meta, run, stats, fail):

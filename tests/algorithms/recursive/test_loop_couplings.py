@@ -1,5 +1,6 @@
 """Couplings (the `couplings:` section: L1 = p(L2) between scalar coordinates, codegen.model.couplings) in the
-recursive family, against an independent dense KKT solve.
+recursive family (rows of its O(n) loop solve) and in grcr (multipliers over its coordinate-reduced solve), each
+against an independent dense KKT solve and against each other over a run.
 
 The oracle is tests/support/kkt.py's: the spanning tree in pinocchio from the model dict (M, h), the cut joint's
 rows from pinocchio's frame Jacobians; the coupling rows are written out here in numpy (J = a - p'(L2) b,
@@ -148,5 +149,65 @@ def test_violated_start_names_the_coupling(case):
 def test_other_families_refuse_couplings_by_name():
     m = codegen.model_from_dict({k: v for k, v in coupled_dict().items() if k != "loops"})
     for alg in ("dense", "mstmm", "cfa"):
-        with pytest.raises(BuildError, match="couplings.*lin, quart, const.*use recursive"):
+        with pytest.raises(BuildError, match="couplings.*lin, quart, const.*use recursive or grcr"):
             codegen.System(m, algorithm=alg)
+    with pytest.raises(BuildError, match="'grcr' solves closed loops.*no `loops:`"):
+        codegen.System(m, algorithm="grcr")
+
+
+# ------------------------------------------------------------------ grcr: the same model, its own state
+@pytest.fixture(scope="module")
+def grcr(case):
+    """grcr's system on the coupled four-bar; its state has the cut coordinate r4 after the tree's (last of q, u)."""
+    d, m, _, k = case
+    return get_system(m, "grcr")
+
+
+def grcr_state(s, k, d, u_tree):
+    """grcr's state at the initial configuration with tree speeds u_tree (consistent), the cut's speed solved."""
+    x = np.concatenate(s.initial_state())
+    x[s.nq:s.nq + k.nv] = u_tree
+    return s.kernel.project_state(x)
+
+
+def test_grcr_forward_dynamics_and_forces_match_kkt(case, grcr):
+    d, m, _, k = case
+    rng = np.random.default_rng(8)
+    s = grcr
+    assert [c.name for c in s.plan.couplings] == ["lin", "quart", "const"]
+    assert any("coupling quart" in r for r in s.plan.roadmap())
+    for trial in range(3):
+        x = grcr_state(s, k, d, consistent(k, d, s.initial_state()[0][:k.nv], 2 * rng.normal(size=k.nv)))
+        q, u = x[:s.nq], x[s.nq:]
+        ud_ref, lam_ref = oracle(k, d, q[:k.nv], u[:k.nv])
+        s.kernel.alpha = s.kernel.beta = 0.0
+        assert rel_err(s.forward_dynamics(q, u)[:k.nv], ud_ref) < 1e-10
+        lam, viol = s.kernel.coupling_history(x[None], np.zeros(1))
+        assert rel_err(lam[0], lam_ref) < 1e-9 and np.abs(viol).max() < 1e-13
+
+
+def test_grcr_run_keeps_the_couplings_as_recursive_does(case, grcr):
+    """1 s of RK4 with the default Baumgarte rate (as recursive's): the couplings hold, energy is conserved, and
+    the run and the coupling forces agree with the recursive family's (another algorithm) to the drift's order."""
+    d, m, s_rec, k = case
+    q0 = m.initial_state()[0]
+    u0 = consistent(k, d, q0, np.full(k.nv, 2.0))
+    r = grcr.simulate(1.0, 1e-3, u0=grcr_state(grcr, k, d, u0)[grcr.nq:])
+    ref = s_rec.simulate(1.0, 1e-3, u0=u0)
+    assert r.meta["baumgarte"] == 100.0 and r.meta["energy"]["value"] < 1e-9
+    cv = r.extra["constraint_violation"]
+    assert cv.shape[1:] == (4, 2) and cv[..., 0].max() < 1e-8          # the loop, then the three couplings
+    assert list(r.extra["coupling_names"]) == ["lin", "quart", "const"]
+    assert np.abs(r.q[:, :k.nv] - ref.q).max() < 1e-7
+    assert rel_err(r.extra["coupling_force"], ref.extra["coupling_force"]) < 1e-6
+
+
+def test_grcr_refuses_a_violated_start_and_projection(case, grcr):
+    d, m, _, k = case
+    q = grcr.initial_state()[0].copy()
+    q[k.joint_slices()["a2"][0].start] += 0.01
+    with pytest.raises(ModelError, match=r"couplings\[quart\].*violated at the given start state"):
+        grcr.simulate(0.1, 1e-2, q0=q)
+    with pytest.raises(ValueError, match="projection belongs to algorithm recursive"):
+        grcr.simulate(0.1, 1e-2, projection=True)
+    assert grcr.simulate(0.02, 1e-2, baumgarte=5.0).meta["baumgarte"] == 5.0
