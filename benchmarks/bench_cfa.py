@@ -4,7 +4,8 @@
 Methods: dense (CRBA + Cholesky, O(n^3); the seed's "Kane" column is a coupled O(n^3) method as well),
 recursive (O(n), Kang & Yoon 2003; the seed's ref. [30]), cfa general (the constraint force system A F_S = Xdot
 assembled and solved by LDL^T, O(N_S^3) in the constraint count, seed eqs 28-29) and cfa serial (odd-even
-elimination along the chains plus the dense node system, seed section 3, eqs 39-44).
+elimination along the chains, seed section 3, eqs 39-44, and the node system by block elimination along the tree,
+deepest special first, without fill: codegen.algorithms.cfa.plan.node_elimination).
 
 Models: M4 (codegen.models.space_robot(), 13 bodies; simulated over --m4-t-end = 10 s as in Table 1),
 planar chains codegen.models.chain(n) and revolute trees codegen.models.random_tree(n, seed, ("revolute",)).

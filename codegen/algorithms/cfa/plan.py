@@ -13,13 +13,20 @@ Serial form (Sect. 3): the bodies are split into
     A path couples only to the special just inboard of its first body and to the special just outboard of
     its last one (the extra columns of A_chain_node, [LHZ eq 41]).
 Per path K = ceil(log2 L) rounds of block odd-even elimination [LHZ eqs 39-40] leave every row coupled only
-to itself and to its two end specials; substituting those rows into the special rows gives the dense
-node system A_node [LHZ eqs 41-44], solved first; then every path row is back-substituted [LHZ eq 44].
+to itself and to its two end specials; substituting those rows into the special rows gives the node system
+A_node [LHZ eqs 41-44], solved first; then every path row is back-substituted [LHZ eq 44].
 Bodies with m_j = 0 (free joints) have no rows and split paths.
+
+The node system is solved by block elimination along the tree (ours; the seed solves it densely): its blocks
+couple a special with its parent special, its sibling specials and, through a path, the specials at the path's two
+ends.  Eliminated deepest body first, every special's remaining neighbours are a clique already (a node's joint and
+its children; a path's top special alone), so the block LDL^T makes no fill and costs O(sum of degree^2) = O(n)
+on trees of bounded degree (``node_elimination`` still adds fill edges symbolically, should a topology need them).
 """
 from __future__ import annotations
 
 import math
+from itertools import combinations
 from typing import Dict
 
 from ...model import JOINT_TYPES
@@ -30,6 +37,65 @@ from ..tree_plan import Plan, children_of, template_vars as tree_vars, work_layo
 PER_BODY = (("S", 36), ("W", 36), ("Z", 36), ("YW", 36), ("YZ", 36), ("Yf", 36), ("F", 6), ("Fb", 6), ("a", 6), ("g", 6))
 # serial form, per body, two buffers: A (m x m), U (m x m_next), E (m x 12), X (m)
 SERIAL_ROW = 36 + 36 + 72 + 6
+# node-system edge kinds: a special's coupling to its parent special, to a sibling, through a path, fill
+EDGE_PARENT, EDGE_SIBLING, EDGE_PATH, EDGE_FILL = range(4)
+
+
+def node_elimination(spec, sidx, parent, kids, paths) -> Dict:
+    """The node system's block structure in elimination order (deepest special first).
+
+    Per special s (its edges in E_OFF[s] .. E_OFF[s + 1]): the specials it couples to that are eliminated after
+    it (E_TGT, E_KIND), and the pairs of those edges (P_*) with the block their update lands in: P_BLK >= 0 an
+    edge (P_TR: stored transposed), P_BLK = -1 - x the diagonal block of special x.  PATH_EDGE: the edge of each
+    path's two end specials (-1: none)."""
+    n = len(spec)
+    adj = [dict() for _ in range(n)]
+
+    def link(a, b, kind):
+        adj[a].setdefault(b, kind)
+        adj[b].setdefault(a, kind)
+    for s, j in enumerate(spec):
+        p = parent[j]
+        if p >= 0 and p in sidx:
+            link(s, sidx[p], EDGE_PARENT)
+        if p >= 0:
+            for k in kids[p]:
+                if k > j and k in sidx:
+                    link(s, sidx[k], EDGE_SIBLING)
+    for pth in paths:
+        if pth["top"] >= 0 and pth["bot"] >= 0:
+            link(pth["bot"], pth["top"], EDGE_PATH)
+    e_off, e_end, tgt, kind, edge = [0] * n, [0] * n, [], [], {}
+    for s in reversed(range(n)):                       # spec ascends by body index: deepest first
+        later = sorted(t for t in adj[s] if t < s)
+        for a, b in combinations(later, 2):            # symbolic elimination: fill between the later neighbours
+            link(a, b, EDGE_FILL)
+        e_off[s] = len(tgt)
+        for t in later:
+            edge[(s, t)] = len(tgt)
+            tgt.append(t)
+            kind.append(adj[s][t])
+        e_end[s] = len(tgt)
+    p_off, p_end, pe1, pe2, pblk, ptr = [0] * n, [0] * n, [], [], [], []
+    for s in reversed(range(n)):
+        p_off[s] = len(pe1)
+        for e1 in range(e_off[s], e_end[s]):
+            for e2 in range(e1, e_end[s]):
+                x, y = tgt[e1], tgt[e2]
+                pe1.append(e1)
+                pe2.append(e2)
+                if x == y:
+                    pblk.append(-1 - x)
+                    ptr.append(0)
+                else:                                  # the edge owned by the one eliminated first (higher index)
+                    pblk.append(edge[(max(x, y), min(x, y))])
+                    ptr.append(int(max(x, y) != x))
+        p_end[s] = len(pe1)
+    path_edge = [edge.get((p["bot"], p["top"]), -1) if p["top"] >= 0 and p["bot"] >= 0 else -1 for p in paths]
+    return {"NE": len(tgt), "E_OFF": e_off or [0], "E_END": e_end or [0], "E_TGT": tgt or [0], "E_KIND": kind or [0],
+            "NPAIR": len(pe1), "P_OFF": p_off or [0], "P_END": p_end or [0],
+            "P_E1": pe1 or [0], "P_E2": pe2 or [0], "P_BLK": pblk or [0], "P_TR": ptr or [0],
+            "PATH_EDGE": path_edge or [-1], "NFILL": kind.count(EDGE_FILL)}
 
 
 def cfa_plan(plan: Plan) -> Dict:
@@ -67,7 +133,7 @@ def cfa_plan(plan: Plan) -> Dict:
         poff.append(len(flat))
         flat.extend(pth["bodies"])
     longest = max((len(p["bodies"]) for p in paths), default=1)
-    return {"m": m, "IS": IS, "NS": off, "kids": kids, "special": spec, "SOFF": soff, "NSN": o,
+    return {**node_elimination(spec, sidx, parent, kids, paths), "m": m, "IS": IS, "NS": off, "kids": kids, "special": spec, "SOFF": soff, "NSN": o,
             "paths": paths, "PATH_BODY": flat or [0], "PATH_OFF": poff or [0],
             "PATH_LEN": [len(p["bodies"]) for p in paths] or [0], "PATH_TOP": [p["top"] for p in paths] or [-1],
             "PATH_BOT": [p["bot"] for p in paths] or [-1], "NPATH": len(paths),
@@ -81,7 +147,7 @@ def template_vars(plan: Plan, options: dict) -> Dict:
     work, per_body = work_layout(PER_BODY)
     ns = c["NS"]
     solver = ns * ns if options["form"] == "general" else \
-        (2 * SERIAL_ROW + 36) * plan.nb + c["NSN"] * c["NSN"] + c["NSN"]
+        (2 * SERIAL_ROW + 36) * plan.nb + 36 * (len(c["special"]) + 2 * c["NE"]) + c["NSN"]
     extra = plan.nv + 12 * plan.nb + plan.nv + ns + solver     # tau_b, rnea V/Acc, F_T, F_S, solver
     tv = tree_vars(plan, per_body * plan.nb + extra)
     kid_off, kid_list = [], []
@@ -90,5 +156,7 @@ def template_vars(plan: Plan, options: dict) -> Dict:
         kid_list.extend(k)
     kid_off.append(len(kid_list))
     tv.update(work=work, per_body=per_body, cfa=c, wcode={t: cfa_code(t)["W"] for t in plan.joint_types_used},
-              kid_off=kid_off, kid_list=kid_list or [0], serial_row=SERIAL_ROW)
+              kid_off=kid_off, kid_list=kid_list or [0], serial_row=SERIAL_ROW,
+              edge_kinds={"EDGE_PARENT": EDGE_PARENT, "EDGE_SIBLING": EDGE_SIBLING, "EDGE_PATH": EDGE_PATH,
+                          "EDGE_FILL": EDGE_FILL})
     return tv

@@ -9,8 +9,9 @@ import pytest
 
 import codegen
 from codegen.algorithms.cfa import reference
-from codegen.algorithms.cfa.plan import cfa_plan
+from codegen.algorithms.cfa.plan import EDGE_PARENT, EDGE_PATH, EDGE_SIBLING, cfa_plan
 from codegen.algorithms.tree_plan import Plan
+from codegen.model.library import random_tree
 from support import peers_from_file as pf
 from support.systems import EXAMPLES, get_system, rel_err
 
@@ -50,6 +51,16 @@ def test_serial_plan_covers_every_case():
     assert c["K"] >= 3 and max(lengths) >= 7                     # several odd-even rounds
     assert any(p["top"] >= 0 and p["bot"] >= 0 for p in c["paths"])   # a chain between two nodes
     assert len(c["special"]) >= 6 and c["NSN"] > 0
+    for base in ("fixed", "floating"):                  # the node system's blocks: every kind of coupling, no fill
+        c = cfa_plan(Plan(codegen.model_from_dict(copy.deepcopy(MODELS[base]), source="x.yaml")))
+        assert set(c["E_KIND"]) == {EDGE_PARENT, EDGE_SIBLING, EDGE_PATH} and c["NFILL"] == 0
+
+
+def test_node_system_is_eliminated_without_fill_on_random_trees():
+    """Deepest special first, a special's later neighbours are already a clique: O(n) blocks on random trees."""
+    for n, seed in ((50, 1), (300, 2), (1000, 1)):
+        c = cfa_plan(Plan(random_tree(n, seed, ("revolute", "spherical", "universal"))))
+        assert c["NFILL"] == 0 and c["NE"] < 3 * len(c["special"]) and c["NPAIR"] < 8 * len(c["special"])
 
 
 @pytest.mark.parametrize("form", ["serial", "general"])
