@@ -55,6 +55,16 @@ def quat_R(w, x, y, z):
         [2 * (x * z - w * y), 2 * (y * z + w * x), w * w - x * x - y * y + z * z]])
 
 
+def quat_R_normalised(w, x, y, z):
+    """The rotation of the quaternion q / |q|: exact at any q != 0.
+
+    The kinematics of every family and of the derivative and C kernels read it, so a quaternion that is not unit
+    (an RK4 stage's, before the step's renormalisation) is the same rotation for all of them (as MuJoCo's
+    kinematics normalises); the homogeneous form alone scales by |q|^2 and the world-frame (R omega) and child-frame
+    (omega) forms of the joint's motion subspace would disagree by |q|^2 - 1."""
+    return quat_R(w, x, y, z) / (w * w + x * x + y * y + z * z)
+
+
 def quat_rate(w, x, y, z, wx, wy, wz):
     """qdot = 1/2 q (x) (0, omega_body)."""
     return sp.Matrix([
@@ -139,9 +149,9 @@ KINEMATICS: Dict[str, Callable[[tuple], Tuple[sp.Matrix, sp.Matrix]]] = {
     "prismatic": lambda q: (sp.eye(3), sp.Matrix([0, 0, q[0]])),
     "cylindrical": lambda q: (Rz(q[0]), sp.Matrix([0, 0, q[1]])),
     "universal": lambda q: (Rz(q[0]) * Rx(q[1]), _z3()),
-    "spherical": lambda q: (quat_R(*q), _z3()),
+    "spherical": lambda q: (quat_R_normalised(*q), _z3()),
     "planar": lambda q: (Rz(q[2]), sp.Matrix([q[0], q[1], 0])),
-    "free": lambda q: (quat_R(*q[3:7]), sp.Matrix(q[:3])),
+    "free": lambda q: (quat_R_normalised(*q[3:7]), sp.Matrix(q[:3])),
     "fixed": lambda q: (sp.eye(3), _z3()),
 }
 
@@ -171,7 +181,7 @@ def _build(jtype: str) -> JointModel:
     um = sp.Matrix(u)
     if quat_w is None:   # [KY eq 16]: B^w' = d(vee(Rdot R^T))/d(qdot)
         w = sp.simplify(vee(_rate(R, q, qdot) * R.T))
-    else:                # unit quaternion: omega_parent = R omega_body ([KY eq 16] holds for |q| = 1)
+    else:                # quaternion: omega_parent = R omega_body, R the rotation of q / |q|
         w = quat_w
     v = _rate(d, q, qdot)
     S_w = w.jacobian(um) if nv else sp.zeros(3, 0)
@@ -188,7 +198,7 @@ def _build(jtype: str) -> JointModel:
     Rt = R.T
     if quat_w is None:
         S_wc = Rt * S_w
-    else:   # quaternion joints: R^T R = I for |q| = 1, the angular block is the body rate itself
+    else:   # quaternion joints: R^T R = I (R of q / |q|), the angular block is the body rate itself
         o = jt.quaternion
         S_wc = sp.Matrix.hstack(sp.zeros(3, o), sp.eye(3), sp.zeros(3, nv - o - 3))
     S_c = sp.simplify(sp.Matrix.vstack(Rt * S_v, S_wc)) if nv else sp.zeros(6, 0)

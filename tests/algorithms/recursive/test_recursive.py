@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import codegen
+from codegen.model import JOINT_TYPES
 from codegen.models import JOINT_MIX, random_state, random_tree
 from support.systems import get_system, rel_err
 
@@ -32,6 +33,26 @@ def test_reference_points_agree_with_dense(tree):
         assert np.all(np.isfinite(ref)) and np.max(np.abs(ref)) > 1e-3
         for rp, s in rec.items():
             assert rel_err(s.forward_dynamics(q, u, tau, t), ref) < 1e-10, (tree, rp, trial)
+
+
+def test_non_unit_quaternions_are_one_rotation_for_every_family():
+    """An RK4 stage's quaternions are not unit: every family reads q / |q| (codegen.symbolic.joints
+    quat_R_normalised), so all give the accelerations at the normalised state (were 2e-3 apart at |q|^2 = 1.002)."""
+    m = TREES["floating"]()
+    dense = get_system(m, "dense")
+    others = [get_system(m, ref_point=rp) for rp in REF_POINTS] + [get_system(m, "mstmm")]
+    quats = [dense.plan.iq[b] + JOINT_TYPES[t].quaternion for b, t in enumerate(dense.plan.types)
+             if JOINT_TYPES[t].quaternion is not None]
+    rng = np.random.default_rng(3)
+    q, u = random_state(m, rng)
+    tau = rng.normal(size=m.nv)
+    scaled = q.copy()
+    for k, o in enumerate(quats):
+        scaled[o:o + 4] *= 1.0 + (-1) ** k * 2e-3
+    ref = dense.forward_dynamics(q, u, tau)
+    assert len(quats) >= 3 and rel_err(dense.forward_dynamics(scaled, u, tau), ref) < 1e-12
+    for s in others:
+        assert rel_err(s.forward_dynamics(scaled, u, tau), ref) < 1e-10, s.algorithm
 
 
 @pytest.mark.parametrize("tree", list(TREES))
