@@ -27,9 +27,6 @@ class Derivatives:
         """Why this system has no derivatives (the family classes say), or None."""
         return None
 
-    def _no_state_jacobians(self, what: str):
-        """Refuse what needs the Jacobians of the whole state when a family cannot give them (default: can)."""
-
     def _derivative_kernel(self, what: str):
         why = self._no_derivatives()
         if why:
@@ -138,6 +135,39 @@ class Derivatives:
         return self._derivative_kernel("forward_dynamics_derivatives").forward_dynamics_derivatives(q, u, tau, t, out,
                                                                                                      ctrl)
 
+    def activation_jacobian(self, q, u, t: float = 0.0, ctrl=None):
+        """The activation dynamics' Jacobians at (q, u, t), the activations of set_act and the controls ctrl.
+
+        Parameters
+        ----------
+        q : array_like, shape (nq,)
+            Generalized coordinates (rad for rotations, m for translations; quaternions w, x, y, z).
+        u : array_like, shape (nv,)
+            Generalized velocities (rad/s, m/s).
+        t : float, optional
+            Time [s] (default 0).
+        ctrl : array_like, shape (nu,), optional
+            The actuators' controls; None: each actuator's ctrl function of the model file.
+
+        Returns
+        -------
+        dtau_dact : numpy.ndarray, shape (nv, na)
+            gear times the gain of each actuator with activation dynamics (0 where its force is clamped or its
+            activation outside actrange); d udot / d act = M^-1 dtau_dact.
+        dadot_dact : numpy.ndarray, shape (na,)
+            The diagonal of d(dact/dt)/dact: -1 / timeconst (filter, filterexact), 0 (integrator).
+        dadot_dctrl : numpy.ndarray, shape (na, nu)
+            d(dact/dt)/dctrl: 1 / timeconst or 1 (0 where the control is clamped or the activation held at its range).
+
+        Raises
+        ------
+        ValueError
+            The model has no activation dynamics.
+        """
+        if not self.na:
+            raise ValueError("activation_jacobian: the model has no actuators with activation dynamics")
+        return self.kernel.activation_jacobian(q, u, t, ctrl)
+
     def actuator_jacobian(self, q, u, t: float = 0.0, ctrl=None):
         """The actuators' Jacobian dtau/dctrl (nv x nu).
 
@@ -236,7 +266,9 @@ class Derivatives:
     def linearize(self, q, u, tau=None, dt: Optional[float] = None, integrator: str = "rk4", t: float = 0.0):
         """(A, B) of the dynamics at (q, u, tau) in tangent coordinates x = (dq, du) (2 nv), input tau (nv).
 
-        dt None: continuous time, x' = A x + B dtau. dt > 0: the Jacobians of one compiled RK4 step of size dt
+        With activation dynamics the state is x = (dq, du, dact) (2 nv + na), at the activations of set_act. The
+        actuators' controls are the model file's ctrl functions (their columns: actuator_jacobian, and
+        activation_jacobian's d(dact/dt)/dctrl). dt None: continuous time, x' = A x + B dtau. dt > 0: the Jacobians of one compiled RK4 step of size dt
         from (q, u) with tau held over the step (the step `rollout` and `simulate(integrator="rk4")` take):
         x1 = A x0 + B dtau. See codegen.runtime.linearize for the chain rule and its accuracy with quaternions.
 
@@ -257,9 +289,9 @@ class Derivatives:
 
         Returns
         -------
-        A : numpy.ndarray, shape (2 nv, 2 nv)
-            State Jacobian.
-        B : numpy.ndarray, shape (2 nv, nv)
+        A : numpy.ndarray, shape (nt, nt)
+            State Jacobian (nt = 2 nv, or 2 nv + na with activation dynamics).
+        B : numpy.ndarray, shape (nt, nv)
             Input Jacobian (per N or N m of tau).
 
         Raises
@@ -270,18 +302,23 @@ class Derivatives:
             The RK4 step from this state is not finite.
         """
         k = self._derivative_kernel("linearize")
-        self._no_state_jacobians("linearize")
         q, u = self._qu(q, u)
         T = None if tau is None else np.ascontiguousarray(tau, float).reshape(1, self.nv)
+        act = None if not self.na else (np.zeros((1, self.na)) if self.act is None else self.act[None])
+        if getattr(self.model, "actuators", None):
+            k.set_ctrl(None)                        # the file's ctrl functions, as the step of rollout without ctrl
         if dt is None:
             A, B = lin.continuous(k, self.model, q[None], u[None], T, t, threads=1)
+            if self.na:
+                A, B = lin.with_activations(k, A[0], B[0], q, u, t)
+                A, B = A[None], B[None]
         else:
             if integrator != "rk4":
                 raise ValueError(f"linearize: integrator '{integrator}' has no step Jacobian (rk4)")
             if not (dt > 0 and np.isfinite(dt)):
                 raise ValueError(f"linearize: dt must be a positive finite step, got {dt}")
             _, _, A, B, fail = k.rollout_sensitivities(q[None], u[None], 1, float(dt),
-                                                       None if T is None else T[None], 1, t)
+                                                       None if T is None else T[None], 1, t, act)
             if np.isfinite(fail[0]):
                 raise FloatingPointError(f"linearize: the RK4 step from this state is not finite (t = {fail[0]:.6g})")
             A, B = A[:, 0], B[:, 0]

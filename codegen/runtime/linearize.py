@@ -1,7 +1,8 @@
 """Linearised dynamics from the compiled derivative kernels.
 
 Linearised dynamics from the compiled derivative kernels: continuous-time A, B of x' = f(x, tau) and the
-Jacobians of one compiled RK4 step, in tangent coordinates.
+Jacobians of one compiled RK4 step, in tangent coordinates (with activation dynamics x = (q, u, act): the
+activation rows d(dact)/dt = d(dact/dt)/dact dact, and d(du)/dt gains M^-1 dtau/dact dact).
 
 State perturbations dx = (dq, du): dq in each joint's tangent space (nv numbers: the coordinate change for scalar
 joints, the local rotation delta with q (x) exp(delta / 2) for the quaternions of spherical and free joints, the
@@ -64,3 +65,18 @@ def continuous(kernel, model, Q, U, TAU, t, threads=None):
     B = np.zeros((nb, 2 * nv, nv))
     B[:, nv:, :] = minv
     return A, B
+
+
+def with_activations(kernel, A, B, q, u, t):
+    """A (2nv x 2nv), B (2nv x nv) of one state extended by the activation rows and columns (x = (q, u, act), the
+    activations of set_act): d(du)/d(act) = M^-1 dtau/dact, d(dact)/d(act) = diag(d(dact/dt)/dact)."""
+    nv = B.shape[1]
+    T, D, _ = kernel.activation_jacobian(q, u, t)
+    na = D.shape[0]
+    Ax = np.zeros((2 * nv + na, 2 * nv + na))
+    Ax[:2 * nv, :2 * nv] = A
+    Ax[nv:2 * nv, 2 * nv:] = B[nv:] @ T
+    Ax[2 * nv:, 2 * nv:] = np.diag(D)
+    Bx = np.zeros((2 * nv + na, nv))
+    Bx[:2 * nv] = B
+    return Ax, Bx

@@ -7,7 +7,8 @@ integrator with an affine bias and an activation range, a filterexact on a fixed
   MuJoCo's RK4 applies the exponential update to the averaged rate, ours integrates the ODE); rollout(ctrl=)
   equals simulate(ctrl=) bit for bit, act0 starts the activations, the results name them;
 * the activation stays in actrange; the energy balance counts the actuators' work;
-* derivatives at fixed activations against central differences, state Jacobians refused by name; the YAML
+* derivatives at fixed activations against central differences, linearize and rollout sensitivities with the act
+  rows against differences of the dynamics and of rollout; the YAML
   form round-trips; bad fields exit 2 (unmodelled dynamics and actearly: test_mjcf_actuators.py)."""
 import os
 import re
@@ -120,7 +121,7 @@ def test_activation_stays_in_its_range(arm):
 
 def test_derivatives_at_fixed_activations_and_refusals(arm):
     """forward_dynamics_derivatives at the activations of set_act against central differences (the actuators'
-    gain times act, their bias in L and V); linearize and rollout sensitivities, which need the act rows, refuse."""
+    gain times act, their bias in L and V)."""
     m, mj, s = arm
     rng = np.random.default_rng(6)
     q, u = rng.uniform(-1, 1, m.nq), rng.normal(size=m.nv)
@@ -136,10 +137,49 @@ def test_derivatives_at_fixed_activations_and_refusals(arm):
             assert rel_err(dq[:, k], fd_q) < 1e-6 and rel_err(du[:, k], fd_u) < 1e-6, k
     finally:
         s.set_act(None)
-    with pytest.raises(ValueError, match="activation dynamics .*shoulder_filter"):
-        s.linearize(*s.initial_state())
-    with pytest.raises(ValueError, match="activation dynamics"):
-        s.rollout(*[x[None] for x in s.initial_state()], 3, 1e-3, sensitivities=True)
+
+
+def test_linearize_and_sensitivities_carry_the_activations(arm):
+    """x = (q, u, act): the continuous A against central differences of (u, udot, dact/dt) (the arm's hinges: the
+    tangent coordinates are the coordinates), the RK4 step's against differences of rollout, and rollout's
+    sensitivities along 20 steps against differences of the whole rollout; activation_jacobian's columns."""
+    m, mj, s = arm
+    nv, na = m.nv, s.na
+    rng = np.random.default_rng(9)
+    q, u, act = rng.uniform(-0.5, 0.5, m.nq), rng.normal(size=nv), np.array([0.3, -0.2, 0.1])
+
+    def f(x):
+        s.set_act(x[2 * nv:])
+        return np.concatenate([x[nv:2 * nv], s.forward_dynamics(x[:nv], x[nv:2 * nv]),
+                               s.act_rates(x[:nv], x[nv:2 * nv])])
+    x0 = np.concatenate([q, u, act])
+    s.set_act(act)
+    try:
+        A, B = s.linearize(q, u)
+        T, D, C = s.activation_jacobian(q, u)
+        h = 1e-6
+        Afd = np.column_stack([(f(x0 + h * e) - f(x0 - h * e)) / (2 * h) for e in np.eye(x0.size)])
+        assert A.shape == (2 * nv + na, 2 * nv + na) and B.shape == (2 * nv + na, nv)
+        assert rel_err(A, Afd) < 1e-6 and np.all(D == [-20.0, 0.0, -10.0]) and C[1, 1] == 1.0
+        assert np.abs(A[2 * nv:, :2 * nv]).max() == 0 and np.abs(T).max() > 0.1
+        s.set_act(act)
+        Ad, Bd = s.linearize(q, u, dt=1e-3)
+    finally:
+        s.set_act(None)
+
+    def step(x, n=1, dt=1e-3):
+        qs, us, acts = s.rollout(x[None, :nv], x[None, nv:2 * nv], n, dt, act0=x[None, 2 * nv:], return_act=True)
+        return np.concatenate([qs[0, -1], us[0, -1], acts[0, -1]])
+    h = 1e-6
+    Afd = np.column_stack([(step(x0 + h * e) - step(x0 - h * e)) / (2 * h) for e in np.eye(x0.size)])
+    assert rel_err(Ad, Afd) < 1e-6
+    qs, us, As, Bs, acts = s.rollout(q[None], u[None], 20, 1e-3, sensitivities=True, act0=act[None], return_act=True)
+    assert As.shape == (1, 20, 2 * nv + na, 2 * nv + na) and rel_err(As[0, 0], Ad) < 1e-12
+    P = np.eye(x0.size)
+    for k in range(20):
+        P = As[0, k] @ P
+    Pfd = np.column_stack([(step(x0 + h * e, 20) - step(x0 - h * e, 20)) / (2 * h) for e in np.eye(x0.size)])
+    assert rel_err(P, Pfd) < 1e-6 and rel_err(acts[0, -1], step(x0, 20)[2 * nv:]) < 1e-15
 
 
 def test_yaml_form_round_trips(arm, tmp_path):

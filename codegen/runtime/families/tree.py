@@ -69,16 +69,6 @@ class TreeSystem(System):
                     f"({', '.join(p.name for p in self.model.point_springs)}): their partials are not derived")
         return None
 
-    def _no_state_jacobians(self, what: str):
-        """Refuse the Jacobians of the whole state when the state has activations.
-
-        linearize and rollout sensitivities need the act rows, not derived yet; the partials at fixed activations
-        (forward_dynamics_derivatives) exist."""
-        if self.na:
-            raise ValueError(f"{what}: not available with activation dynamics (actuators {', '.join(self.act_names)}):"
-                             f" the state (q, u, act) has no step Jacobians yet; forward_dynamics_derivatives gives the "
-                             f"partials at the activations of set_act")
-
     def set_act(self, act=None):
         """The activations the single-state calls use (forward_dynamics, inverse_dynamics, joint_wrenches, ...).
 
@@ -246,7 +236,8 @@ class TreeSystem(System):
         initial state; the same numbers as simulate(..., integrator="rk4") from each initial state. A rollout
         whose state stops being finite has NaN rows from there on (a RuntimeWarning names it).
         sensitivities=True: returns (q, u, A, B) with the Jacobians of every step in tangent coordinates,
-        A (B x nsteps x 2nv x 2nv), B (B x nsteps x 2nv x nv): x_{s+1} = A_s x_s + B_s dtau_s (see linearize).
+        A (B x nsteps x nt x nt), B (B x nsteps x nt x nv), nt = 2nv (+ na with activation dynamics: x = (q, u,
+        act)): x_{s+1} = A_s x_s + B_s dtau_s (see linearize).
 
         Parameters
         ----------
@@ -279,10 +270,12 @@ class TreeSystem(System):
             Coordinates, row 0 the initial state.
         u : numpy.ndarray, shape (B, nsteps + 1, nv)
             Velocities.
-        A : numpy.ndarray, shape (B, nsteps, 2 nv, 2 nv)
-            With sensitivities=True: the state Jacobian of every step.
-        B : numpy.ndarray, shape (B, nsteps, 2 nv, nv)
+        A : numpy.ndarray, shape (B, nsteps, nt, nt)
+            With sensitivities=True: the state Jacobian of every step (nt = 2 nv + na).
+        B : numpy.ndarray, shape (B, nsteps, nt, nv)
             With sensitivities=True: the input Jacobian of every step.
+        act : numpy.ndarray, shape (B, nsteps + 1, na)
+            With return_act=True: the activations, last.
 
         Raises
         ------
@@ -296,22 +289,21 @@ class TreeSystem(System):
                 raise ValueError("rollout: sensitivities with ctrl are not derived yet (use tau)")
             if integrator != "rk4":
                 raise ValueError(f"rollout: integrator '{integrator}' not supported (rk4)")
-            self._no_state_jacobians("rollout(sensitivities=True)")
+        acts = np.empty((len(np.atleast_2d(q0)), int(nsteps) + 1, self.na)) if return_act and self.na else None
+        if (act0 is not None or return_act) and not self.na:
+            raise ValueError("rollout: act0, return_act: the model has no actuators with activation dynamics")
+        if sensitivities:
             q, u, A, B, fail = self._derivative_kernel("rollout(sensitivities=True)").rollout_sensitivities(
-                q0, u0, int(nsteps), float(dt), tau, threads)
+                q0, u0, int(nsteps), float(dt), tau, threads, 0.0, act0, acts)
         else:
-            acts = np.empty((len(np.atleast_2d(q0)), int(nsteps) + 1, self.na)) if return_act and self.na else None
-            if (act0 is not None or return_act) and not self.na:
-                raise ValueError("rollout: act0, return_act: the model has no actuators with activation dynamics")
             q, u, fail = self.kernel.rollout(q0, u0, int(nsteps), float(dt), tau, integrator, threads, 0.0, ctrl,
                                              act0, acts)
         bad = np.flatnonzero(np.isfinite(fail))
         if bad.size:
             warnings.warn(f"rollout: {bad.size} of {len(fail)} rollouts diverged (first: rollout {bad[0]} at "
                           f"t = {fail[bad[0]]:.6g}); their rows from there on are NaN", RuntimeWarning, stacklevel=2)
-        if sensitivities:
-            return q, u, A, B
-        return (q, u, acts) if return_act else (q, u)
+        out = (q, u, A, B) if sensitivities else (q, u)
+        return out + (acts,) if return_act else out
 
     def mass_matrix(self, q) -> np.ndarray:
         """Joint-space mass matrix (dense algorithm: CRBA; otherwise column by column from RNEA).
