@@ -68,8 +68,10 @@ def continuous(kernel, model, Q, U, TAU, t, threads=None):
 
 
 def with_activations(kernel, A, B, q, u, t):
-    """A (2nv x 2nv), B (2nv x nv) of one state extended by the activation rows and columns (x = (q, u, act), the
-    activations of set_act): d(du)/d(act) = M^-1 dtau/dact, d(dact)/d(act) = diag(d(dact/dt)/dact)."""
+    """A, B of one state extended by the activation rows and columns.
+
+    A (2nv x 2nv), B (2nv x nv) -> x = (q, u, act) at the activations of set_act: d(du)/d(act) = M^-1 dtau/dact,
+    d(dact)/d(act) = diag(d(dact/dt)/dact)."""
     nv = B.shape[1]
     T, D, _ = kernel.activation_jacobian(q, u, t)
     na = D.shape[0]
