@@ -424,13 +424,6 @@ DERIV_KB = 32           # right-hand sides per block of the articulated solve M^
 DERIV_DENSE_MAX = 56    # up to this many velocities the dense tail (Cholesky) is faster than the solve (chains)
 
 
-def derivative_refusal(plan: Plan) -> str:
-    """Why a tree has no analytical derivatives ('' when it has them): forces whose partials are not derived."""
-    if any(f.kind == "point" for f in plan.forces):
-        return "point-to-point spring-dampers have no derived partials"
-    return ""
-
-
 def derivative_vars(plan: Plan) -> dict:
     """Variables of the derivative passes.
 
@@ -445,7 +438,7 @@ def derivative_vars(plan: Plan) -> dict:
     return dict(dbody_layout=dbody, ddof_layout=ddof, dw_body=nbody, dw_dof=ndof, dge=dge, dkb=DERIV_KB,
                 dense_max=DERIV_DENSE_MAX, quatv=quatv,
                 nvj=[JOINT_TYPES[t].nv for t in plan.types], dkern=derivative_kernels(),
-                deriv_refusal=derivative_refusal(plan))
+                deriv_refusal="")   # why a model has no derivatives: a family sets it (recursive: cut joints)
 
 
 # Kang & Yoon's recursion (templates/recursive, and the tree part of templates/grcr): workspace per body, in this

@@ -28,8 +28,8 @@ DERIVATIVES = {"grcr": "no (closed loops: build the tree with recursive)", "ranc
 C_EXPORT = ("yes: mbgen export-c (standalone C99 and CasADi external functions, with the analytical derivatives; "
             "rigid trees with gravity, armature, joint spring-dampers and joint forces)")
 C_EXPORT_NO = "no (mbgen export-c: {} only for now)"
-DERIVATIVES_TREES = ("analytical (trees without cut joints or point springs; activations as fixed inputs; compiled with "
-                     "build(..., derivatives=True) or on first use)")
+DERIVATIVES_TREES = ("analytical (trees without cut joints; every force element, actuators and activation states "
+                     "included; compiled with build(..., derivatives=True) or on first use)")
 
 
 def register(sub):

@@ -17,8 +17,8 @@ class Derivatives:
     Convention: q-derivatives are taken in the tangent space of each joint (nv numbers per state): the coordinate
     change for scalar joints; for spherical and free joints the local angular perturbation q (x) exp(delta / 2)
     (pinocchio's convention); the free joint's translation along the parent axes, as its velocity u[0:3].
-    Available for every rigid-tree family; refused for beams, grcr, closed loops (cut joints), point-to-point
-    spring-dampers and a Python force hook, naming what is missing.
+    Available for every rigid-tree family; refused for beams, grcr, closed loops (cut joints) and a Python force
+    hook, naming what is missing.
     """
 
     feedback = None         # (K, x_ref, tau_ref) of the compiled state feedback (set_feedback), or None

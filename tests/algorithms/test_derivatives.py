@@ -269,12 +269,25 @@ def test_feedback_is_compiled_and_differentiated():
         s.set_feedback(np.zeros((2, 2)))
 
 
-def test_refused_by_name():
-    fixed = random_tree(14, seed=1, forces=True)                 # test_recursive's tree: point springs
+def test_point_springs_are_differentiated():
+    """test_recursive's tree (every joint type, two point-to-point spring-dampers, one to the ground): forward and
+    inverse derivatives against central differences of the dynamics in the tangent space."""
+    fixed = random_tree(14, seed=1, forces=True)
     s = get_system(fixed, "dense")
-    q, u = fixed.initial_state()
-    with pytest.raises(ValueError, match="point-to-point spring-dampers \\(ps0, ps1\\)"):
-        s.forward_dynamics_derivatives(q, u)
+    assert [p.name for p in fixed.point_springs] == ["ps0", "ps1"]
+    rng = np.random.default_rng(12)
+    for _ in range(2):
+        q, u = random_state(fixed, rng)
+        tau, ud = rng.normal(size=s.nv), rng.normal(size=s.nv)
+        Aq, Au, _ = s.forward_dynamics_derivatives(q, u, tau, 0.2)
+        Fq, Fu = fd_forward(s, q, u, tau, 0.2)
+        assert rel_err(Aq, Fq) < TOL_FD and rel_err(Au, Fu) < TOL_FD
+        Dq, Dv, _ = s.inverse_dynamics_derivatives(q, u, ud)
+        Gq, Gu = fd_inverse(s, q, u, ud)
+        assert rel_err(Dq, Gq) < TOL_FD and rel_err(Dv, Gu) < TOL_FD
+
+
+def test_refused_by_name():
     five = codegen.load_model(str(EXAMPLES / "five_bar.yaml"))
     s = get_system(five)
     with pytest.raises(ValueError, match="closed loops \\(cut joints"):

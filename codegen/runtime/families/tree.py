@@ -63,12 +63,6 @@ class TreeSystem(System):
         for k in self._kernels():
             k.set_hook(self.model.tau_hook)
 
-    def _no_derivatives(self):
-        if self.model.point_springs:
-            return (f"not available with point-to-point spring-dampers "
-                    f"({', '.join(p.name for p in self.model.point_springs)}): their partials are not derived")
-        return None
-
     def set_act(self, act=None):
         """The activations the single-state calls use (forward_dynamics, inverse_dynamics, joint_wrenches, ...).
 
