@@ -269,15 +269,18 @@ def test_feedback_is_compiled_and_differentiated():
         s.set_feedback(np.zeros((2, 2)))
 
 
-def test_point_springs_are_differentiated():
-    """test_recursive's tree (every joint type, two point-to-point spring-dampers, one to the ground): forward and
-    inverse derivatives against central differences of the dynamics in the tangent space."""
-    fixed = random_tree(14, seed=1, forces=True)
-    s = get_system(fixed, "dense")
-    assert [p.name for p in fixed.point_springs] == ["ps0", "ps1"]
+@pytest.mark.parametrize("base", ["fixed", "floating"])
+def test_point_springs_are_differentiated(base):
+    """test_recursive's tree (every joint type, two point-to-point spring-dampers, one to the ground) and the
+    floating tree of test_mstmm_free (free base, spherical joints, point springs): forward and inverse derivatives
+    against central differences of the dynamics in the tangent space."""
+    m = random_tree(14, seed=1, forces=True) if base == "fixed" else \
+        random_tree(16, seed=21, types=("revolute", "spherical"), floating=True, forces=True)
+    s = get_system(m, "dense")                   # the dense kernels of those tests
+    assert len(m.point_springs) >= 2
     rng = np.random.default_rng(12)
     for _ in range(2):
-        q, u = random_state(fixed, rng)
+        q, u = random_state(m, rng)
         tau, ud = rng.normal(size=s.nv), rng.normal(size=s.nv)
         Aq, Au, _ = s.forward_dynamics_derivatives(q, u, tau, 0.2)
         Fq, Fu = fd_forward(s, q, u, tau, 0.2)
