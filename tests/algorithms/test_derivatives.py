@@ -96,11 +96,9 @@ def test_floating_base_matches_central_differences(floating, alg, opts):
 
 @pytest.fixture(scope="module")
 def sprung():
-    """random_tree(14, seed=1, forces=True) without its point springs: joint spring-dampers, sine/step/table
-    joint forces."""
-    m = random_tree(14, seed=1, forces=True)
-    m.point_springs = []
-    return codegen.model_from_dict(m.to_dict())
+    """random_tree(14, seed=1, forces=True), test_recursive's tree (its kernels): joint spring-dampers, two
+    point-to-point spring-dampers, sine/step/table joint forces."""
+    return random_tree(14, seed=1, forces=True)
 
 
 def test_families_and_solvers_agree(sprung):
@@ -130,7 +128,7 @@ def test_families_and_solvers_agree(sprung):
 
 def test_force_elements_are_differentiated(sprung):
     s = get_system(sprung, "recursive", ref_point="centroid")
-    assert sprung.springs and sprung.joint_forces
+    assert sprung.springs and sprung.joint_forces and sprung.point_springs
     rng = np.random.default_rng(5)
     q, u = random_state(sprung, rng)
     tau = rng.normal(size=s.nv)
