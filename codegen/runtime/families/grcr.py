@@ -616,6 +616,9 @@ class GrcrSystem(TreeSystem):
     def _start_run(self, x, run):
         if run.switching not in (None, "acs", "gcl"):
             super()._start_run(x, run)
+        if run.switching == "gcl" and self.plan.couplings:
+            raise ValueError(f"switching 'gcl' restructures the loops of models without couplings; this one has "
+                             f"{', '.join(c.name for c in self.plan.couplings)}: use switching 'acs' (the default)")
         if run.switching == "gcl" and (run.integrator != "rk4" or getattr(self, "dependents_spec", "auto") != "auto"):
             raise ValueError("switching 'gcl' runs rk4 with dependents 'auto' (it chooses windows of adjacent "
                              "dependents itself)")

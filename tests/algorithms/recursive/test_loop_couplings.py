@@ -211,3 +211,5 @@ def test_grcr_refuses_a_violated_start_and_projection(case, grcr):
     with pytest.raises(ValueError, match="projection belongs to algorithm recursive"):
         grcr.simulate(0.1, 1e-2, projection=True)
     assert grcr.simulate(0.02, 1e-2, baumgarte=5.0).meta["baumgarte"] == 5.0
+    with pytest.raises(ValueError, match="switching 'gcl' .* lin, quart, const"):
+        grcr.simulate(0.02, 1e-2, switching="gcl")
