@@ -424,6 +424,32 @@ DERIV_KB = 32           # right-hand sides per block of the articulated solve M^
 DERIV_DENSE_MAX = 56    # up to this many velocities the dense tail (Cholesky) is faster than the solve (chains)
 
 
+def ancestor_runs(parent, iv, nvj, nv: int) -> dict:
+    """The DOF ranges the derivative entries run over (bodies in depth-first preorder, as Model orders them).
+
+    Per body j: ``drun0`` the first DOF of the run of consecutive DOFs that ends with j's joint and goes up through
+    its ancestors, ``drunp`` the body above that run (-1: the root), so that a walk from j to the root visits its
+    ancestors' DOFs in a few contiguous runs (one on a chain); ``dsubv`` the end of the DOF range of j's subtree
+    (its descendants' DOFs are ``IV[j] + NVJ[j] .. dsubv[j] - 1``, contiguous in preorder)."""
+    nb = len(parent)
+    run0, runp, size = [0] * nb, [0] * nb, [1] * nb
+    for j in range(nb):
+        i = parent[j]
+        if i >= 0 and iv[i] + nvj[i] == iv[j]:
+            run0[j], runp[j] = run0[i], runp[i]
+        else:
+            run0[j], runp[j] = iv[j], i
+    for j in range(nb - 1, 0, -1):
+        if parent[j] >= 0:
+            size[parent[j]] += size[j]
+    for j in range(nb):
+        if parent[j] >= 0 and not parent[j] < j < parent[j] + size[parent[j]]:
+            raise ValueError(f"body {j} is not in its parent's subtree range: the bodies must be in depth-first "
+                             "preorder (codegen.model.core.order_joints)")
+    subv = [iv[j + size[j]] if j + size[j] < nb else nv for j in range(nb)]
+    return dict(drun0=run0, drunp=runp, dsubv=subv)
+
+
 def derivative_vars(plan: Plan) -> dict:
     """Variables of the derivative passes.
 
@@ -436,6 +462,7 @@ def derivative_vars(plan: Plan) -> dict:
     quatv = [plan.iv[k] + JOINT_TYPES[t].quaternion for k, t in enumerate(plan.types)
              if JOINT_TYPES[t].quaternion is not None]
     return dict(dbody_layout=dbody, ddof_layout=ddof, dw_body=nbody, dw_dof=ndof, dge=dge, dkb=DERIV_KB,
+                **ancestor_runs(plan.parent, plan.iv, [JOINT_TYPES[t].nv for t in plan.types], plan.nv),
                 dense_max=DERIV_DENSE_MAX, quatv=quatv,
                 nvj=[JOINT_TYPES[t].nv for t in plan.types], dkern=derivative_kernels(),
                 deriv_refusal="")   # why a model has no derivatives: a family sets it (recursive: cut joints)

@@ -32,6 +32,7 @@ Kernels (one Cython helper each):
     dinertia    the 6x6 matrix of Y (start of the articulated inertia)                       [RBDA 7.3]
     dforce_col  composite partials of DOF d: dF/dq = S x* f^C + Y^C dA/dq + B^C dV/dq, dF/du = Y^C dA/du + B^C S,
                 dF/dud = Y^C S, and the row factor B^C^T S                                  [CM Alg. 1]
+    dcomposite_col  F = Y^C S: M's entries S_c . F before the forward derivatives' solve     [RBDA 6.2]
     mcross      motion cross product c = a x b
 
 The entries (DOF c a descendant of, or in the same group as, DOF d; otherwise the transposed case):
@@ -216,6 +217,17 @@ def dforce_col() -> Kernel:
     return k
 
 
+def dcomposite_col() -> Kernel:
+    """The kernel of a composite's momentum per unit rate of a column."""
+    k = _Kr("dcomposite_col", "[RBDA 6.2]",
+            "The composite rigid body algorithm's force of DOF d in the world frame: F = Yc S (the momentum of the "
+            "composite Yc per unit rate of the column S); M[c, d] = S_c^T F for c a DOF of d's body or of its "
+            "ancestors.",
+            (Arg("Yc", NY, "in"), Arg("S", 6, "in"), Arg("F", 6, "out")))
+    k.out("F", list(inertia_apply(arr("Yc", NY), arr("S", 6))))
+    return k
+
+
 def mcross_kernel() -> Kernel:
     """The kernel of the motion cross product."""
     k = _Kr("mcross", "[CM eq 10]", "Motion cross product c = a x b (linear; angular).",
@@ -227,7 +239,7 @@ def mcross_kernel() -> Kernel:
 def derivative_kernel_objects() -> Tuple[Kernel, ...]:
     """The sympy kernels of the derivative passes (for the tests: ``Kernel.evaluate``)."""
     return (dworld(), dcolumn(), dcol_terms(), dacc_term(), dvelocity(), dforce(), dinertia(), dforce_col(),
-            mcross_kernel())
+            dcomposite_col(), mcross_kernel())
 
 
 @lru_cache(maxsize=None)
