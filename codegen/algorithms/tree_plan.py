@@ -421,7 +421,7 @@ DERIV_BODY = (("A", 9), ("p", 3), ("Y", 10), ("v", 6), ("a", 6), ("Yc", 10), ("B
 DERIV_DOF = (("S", 6), ("dVq", 6), ("dAq", 6), ("dAv", 6), ("dFq", 6), ("dFv", 6), ("dFa", 6), ("BtS", 6), ("U", 6),
              ("UD", 6))
 DERIV_KB = 32           # right-hand sides per block of the articulated solve M^-1 [dtau/dq, dtau/du, I]
-DERIV_DENSE_MAX = 56    # up to this many velocities the dense tail (Cholesky) is faster than the solve (chains)
+DERIV_DENSE_MAX = 112   # up to this many velocities the dense tail (Cholesky, register tiles) beats the solve (chains)
 
 
 def ancestor_runs(parent, iv, nvj, nv: int) -> dict:
