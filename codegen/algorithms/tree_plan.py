@@ -442,19 +442,20 @@ def ancestor_runs(parent, iv, nvj, nv: int) -> dict:
     for j in range(nb - 1, 0, -1):
         if parent[j] >= 0:
             size[parent[j]] += size[j]
-    for j in range(nb):
-        if parent[j] >= 0 and not parent[j] < j < parent[j] + size[parent[j]]:
-            raise ValueError(f"body {j} is not in its parent's subtree range: the bodies must be in depth-first "
-                             "preorder (codegen.model.core.order_joints)")
+    if not all(parent[j] < j < parent[j] + size[parent[j]] for j in range(nb) if parent[j] >= 0):
+        return dict(drun0=run0, drunp=runp, dsubv=[iv[j] + nvj[j] for j in range(nb)],
+                    deriv_refusal="bodies not in depth-first preorder (a restructured plan): the derivative "
+                                  "entries run over each subtree's contiguous DOF range")
     subv = [iv[j + size[j]] if j + size[j] < nb else nv for j in range(nb)]
-    return dict(drun0=run0, drunp=runp, dsubv=subv)
+    return dict(drun0=run0, drunp=runp, dsubv=subv, deriv_refusal="")
 
 
 def derivative_vars(plan: Plan) -> dict:
     """Variables of the derivative passes.
 
     Workspace layouts, each body's nv, each DOF's column-group end
-    (codegen.symbolic.derivatives.GROUPS), the sympy kernels."""
+    (codegen.symbolic.derivatives.GROUPS), the ancestor runs, the sympy kernels; ``deriv_refusal`` says why a model
+    has no derivatives ('' when it has them; a family may set its own, recursive: cut joints)."""
     from ..symbolic.derivatives import derivative_kernels, group_ends
     dbody, nbody = work_layout(DERIV_BODY)
     ddof, ndof = work_layout(DERIV_DOF)
@@ -464,8 +465,7 @@ def derivative_vars(plan: Plan) -> dict:
     return dict(dbody_layout=dbody, ddof_layout=ddof, dw_body=nbody, dw_dof=ndof, dge=dge, dkb=DERIV_KB,
                 **ancestor_runs(plan.parent, plan.iv, [JOINT_TYPES[t].nv for t in plan.types], plan.nv),
                 dense_max=DERIV_DENSE_MAX, quatv=quatv,
-                nvj=[JOINT_TYPES[t].nv for t in plan.types], dkern=derivative_kernels(),
-                deriv_refusal="")   # why a model has no derivatives: a family sets it (recursive: cut joints)
+                nvj=[JOINT_TYPES[t].nv for t in plan.types], dkern=derivative_kernels())
 
 
 # Kang & Yoon's recursion (templates/recursive, and the tree part of templates/grcr): workspace per body, in this
