@@ -315,3 +315,33 @@ def test_refused_by_name():
         c.set_hook(None)
 
 
+
+
+def test_ancestor_runs_of_a_tree():
+    """The entries' DOF ranges (codegen.algorithms.tree_plan.ancestor_runs) on a hand tree in preorder: body 0
+    (free, 6 DOFs) with a chain 1-2 (1 DOF each) and a branch 3 (a ball, 3 DOFs) whose child 4 has 1 DOF. Walking
+    up from each body by runs visits exactly its ancestors' DOFs; each subtree's DOFs are one range; a parent array
+    out of preorder (a restructured plan) is refused by name."""
+    from codegen.algorithms.tree_plan import ancestor_runs
+    parent, nvj = [-1, 0, 1, 0, 3], [6, 1, 1, 3, 1]
+    iv = [0, 6, 7, 8, 11]
+    r = ancestor_runs(parent, iv, nvj, 12)
+    assert r["deriv_refusal"] == ""
+    for j in range(5):
+        seen, i, c1 = [], j, iv[j]
+        while True:
+            seen += range(r["drun0"][i], c1)
+            i = r["drunp"][i]
+            if i < 0:
+                break
+            c1 = iv[i] + nvj[i]
+        anc, a = [], parent[j]
+        while a >= 0:
+            anc += range(iv[a], iv[a] + nvj[a])
+            a = parent[a]
+        assert sorted(seen) == sorted(anc), j
+    assert r["dsubv"] == [12, 8, 8, 12, 12]
+    assert r["drun0"][2] == 0 and r["drunp"][2] == -1        # 0-1-2: one run of consecutive DOFs
+    assert r["drun0"][4] == 8 and r["drunp"][4] == 0         # 3-4 a run (DOFs 8..11), then body 0's
+    bad = ancestor_runs([-1, 0, 0, 1], [0, 1, 2, 3], [1, 1, 1, 1], 4)   # body 3's parent 1, after body 2 (not preorder)
+    assert "preorder" in bad["deriv_refusal"]
