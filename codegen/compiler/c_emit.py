@@ -12,6 +12,10 @@ forms, which this module turns into C:
 Any other line is refused (``CEmitError``), so a change of the kernel printer cannot slip through as wrong C.
 Every parameter and named local is marked used (``(void)x;``): a specialised kernel may not read all of them, and the export
 compiles with -Wall -Wextra -Werror.
+
+``lanes=True`` prints the same statements over ``mb_real``, a vector of states (templates/c/lanes.c.j2, issue 24):
+every double becomes mb_real, a function call f(...) becomes the lane-wise mb_f(...), and an assignment of a bare
+number is broadcast (``MB_SPLAT``); the arithmetic is otherwise the same text, lane by lane.
 """
 from __future__ import annotations
 
@@ -44,20 +48,36 @@ def c_comment(text) -> str:
     return s
 
 
-def _expr(e: str, where: str) -> str:
+_NUMBER = re.compile(r"\d+\.?\d*(?:e[-+]?\d+)?")
+_CALL = re.compile(r"\b([a-z]\w*)\(")
+LANE_FUNCTIONS = ("sin", "cos", "sqrt")          # the calls the kernels print; templates/c/lanes.c.j2 has their mb_ forms
+
+
+def _expr(e: str, where: str, lanes: bool = False) -> str:
     if not _EXPR_OK.match(e) or "**" in e:
         raise CEmitError(f"{where}: unexpected characters in the printed expression {e[:80]!r}")
-    return e
+    if not lanes:
+        return e
+    for f in _CALL.findall(e):
+        if f not in LANE_FUNCTIONS:
+            raise CEmitError(f"{where}: no lane-wise form of {f}() (codegen.compiler.c_emit.LANE_FUNCTIONS)")
+    e = _CALL.sub(r"mb_\1(", e)
+    return e if re.search(r"[A-Za-z_]", _NUMBER.sub("", e)) else f"MB_SPLAT({e})"
 
 
-def c_statement(line: str, where: str = "kernel") -> str:
-    """One Cython statement of a kernel as C."""
+def real_type(lanes: bool) -> str:
+    """The C type of a state quantity: double, or the vector of states of templates/c/lanes.c.j2."""
+    return "mb_real" if lanes else "double"
+
+
+def c_statement(line: str, where: str = "kernel", lanes: bool = False) -> str:
+    """One Cython statement of a kernel as C (lanes: over mb_real, see the module docstring)."""
     m = _DECL.match(line)
     if m:
-        return f"const double {m.group(1)} = {_expr(m.group(2), where)};"
+        return f"const {real_type(lanes)} {m.group(1)} = {_expr(m.group(2), where, lanes)};"
     m = _ASSIGN.match(line)
     if m:
-        return f"{m.group(1)} {m.group(2)} {_expr(m.group(3), where)};"
+        return f"{m.group(1)} {m.group(2)} {_expr(m.group(3), where, lanes)};"
     raise CEmitError(f"{where}: not a kernel statement: {line[:80]!r}")
 
 
@@ -83,21 +103,22 @@ class CFunction:
     text: str
 
 
-def c_kernel(k) -> CFunction:
+def c_kernel(k, lanes: bool = False) -> CFunction:
     """A ``KernelCode`` (name, equation, doc, params, Cython lines) as a static inline C99 function."""
     names = param_names(k.params)
-    stmts = [c_statement(ln, k.name) for ln in k.lines]
+    stmts = [c_statement(ln, k.name, lanes) for ln in k.lines]
     text = "\n".join(stmts)
     unread = [m.group(1) for ln in k.lines if (m := _DECL.match(ln))           # a named local sympy left unread
               and len(re.findall(rf"\b{m.group(1)}\b", text)) == 1]
     body = ["(void)" + n + ";" for n in names] + stmts + ["(void)" + n + ";" for n in unread]
     doc = c_comment(f"{k.equation}. {k.doc}")
-    text = (f"static inline void {k.name}({k.params or 'void'})\n{{\n"
+    params = re.sub(r"\bdouble\b", real_type(lanes), k.params) or "void"
+    text = (f"static inline void {k.name}({params})\n{{\n"
             + "".join(f"    {ln}\n" for ln in body) + "}\n")
     return CFunction(k.name, doc, text)
 
 
-def c_assignment_block(block: Tuple[Sequence[str], Sequence[str]], where: str) -> List[str]:
+def c_assignment_block(block: Tuple[Sequence[str], Sequence[str]], where: str, lanes: bool = False) -> List[str]:
     """(temporaries, assignments) of ``codegen.symbolic.joints.c_assignments`` as C statements."""
     temps, lines = block
     out = []
@@ -105,8 +126,8 @@ def c_assignment_block(block: Tuple[Sequence[str], Sequence[str]], where: str) -
         m = _PLAIN.match(t)
         if not m:
             raise CEmitError(f"{where}: not a temporary: {t[:80]!r}")
-        out.append(f"const double {m.group(1)} = {_expr(m.group(2), where)};")
-    out += [c_statement(ln, where) for ln in lines]
+        out.append(f"const {real_type(lanes)} {m.group(1)} = {_expr(m.group(2), where, lanes)};")
+    out += [c_statement(ln, where, lanes) for ln in lines]
     return out
 
 
@@ -117,7 +138,7 @@ _JOINT_MAPS = {   # block of codegen.symbolic.joints.jcalc_code -> (C parameters
 }
 
 
-def c_joint_map(jtype: str, which: str = "qdot") -> CFunction:
+def c_joint_map(jtype: str, which: str = "qdot", lanes: bool = False) -> CFunction:
     """One joint helper of ``codegen.symbolic.joints.jcalc_code`` as a C function ``WHICH_JTYPE``.
 
     Parameters
@@ -126,6 +147,8 @@ def c_joint_map(jtype: str, which: str = "qdot") -> CFunction:
         The joint type (a key of ``codegen.model.JOINT_TYPES``).
     which : str
         ``qdot`` (qdot = G(q) u) or ``jchild`` (Sc, cJ of the dense family's composite rigid body algorithm).
+    lanes : bool
+        Over mb_real, a vector of states (see the module docstring).
 
     Returns
     -------
@@ -135,7 +158,8 @@ def c_joint_map(jtype: str, which: str = "qdot") -> CFunction:
     from ..symbolic.joints import jcalc_code
     params, what, cite = _JOINT_MAPS[which]
     names = param_names(params)
-    body = [f"(void){n};" for n in names] + c_assignment_block(jcalc_code(jtype)[which], f"{which}_{jtype}")
+    body = [f"(void){n};" for n in names] + c_assignment_block(jcalc_code(jtype)[which], f"{which}_{jtype}", lanes)
+    params = re.sub(r"\bdouble\b", real_type(lanes), params)
     text = (f"static inline void {which}_{jtype}({params})\n{{\n"
             + "".join(f"    {ln}\n" for ln in body) + "}\n")
     return CFunction(f"{which}_{jtype}", f"{what} of a {jtype} joint {cite}", text)

@@ -72,23 +72,17 @@ def _toolchain_fingerprint() -> str:
                        sysconfig.get_config_var("EXT_SUFFIX"), _dist_version("numpy")])
 
 
-# sources that never reach a Cython module: the standalone C export's templates and modules
-_NOT_IN_MODULES = ("c/", "compiler/export_c.py", "compiler/c_emit.py")
-
-
 @lru_cache(maxsize=None)
 def _source_fingerprint() -> str:
     """Hash of every source a generated module depends on.
 
     Hash of every source a generated module depends on (templates, model, symbolic, algorithms, compiler), so
-    that any change to them rebuilds the cached modules; the C export's own files are left out."""
+    that any change to them rebuilds the cached modules (the C export's templates too: the lanes are printed from them)."""
     h = hashlib.sha256()
     files = sorted(template_dir().rglob("*.j2")) + \
         [f for layer in ("model", "symbolic", "algorithms", "compiler") for f in sorted((PACKAGE_DIR / layer).rglob("*.py"))]
     for f in files:
         rel = f.as_posix().split("/templates/")[-1].split("/codegen/")[-1]
-        if rel.startswith(_NOT_IN_MODULES):
-            continue
         h.update(rel.encode())
         h.update(f.read_bytes())
     return h.hexdigest()
@@ -182,15 +176,15 @@ def build_key(model, algorithm: str, options: dict, derivatives: bool = False) -
     return hashlib.sha256(payload.encode()).hexdigest()[:20]
 
 
-def _compile(pyx: Path, build_dir: Path, modname: str, quiet: bool) -> Path:
-    """Cythonize and compile one .pyx inside build_dir; returns the extension path."""
+def _compile(pyx: Path, build_dir: Path, modname: str, quiet: bool, extra=()) -> Path:
+    """Cythonize and compile one .pyx (and the C files `extra`) inside build_dir; returns the extension path."""
     from Cython.Build import cythonize
     from setuptools import Distribution, Extension
     from setuptools.command.build_ext import build_ext
 
     import numpy
     omp = openmp_flags()
-    ext = Extension(modname, [str(pyx)], include_dirs=[numpy.get_include()],
+    ext = Extension(modname, [str(pyx), *map(str, extra)], include_dirs=[numpy.get_include()],
                     define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
                     # -g0: no debug information (Python's own CFLAGS carry -g): a third less compile time
                     extra_compile_args=opt_flags() + ["-g0", "-fno-math-errno", "-w"] + native_flags() + omp,
@@ -277,6 +271,19 @@ def resolve_options(algorithm: str, **options) -> dict:
     return family(algorithm).resolve_options(**options)
 
 
+def module_sources(fam, plan, options: dict, key: str, derivatives: bool = False) -> dict:
+    """The sources of one model's module: {"pyx": the Cython source, "c": its lanes, when it has them}.
+
+    The lanes (templates/c/lanes.c.j2: forward dynamics and RK4 over several states per pass) come with the
+    recursive family for the models the C export carries."""
+    from .export_c import lanes_source          # here: a cached build renders nothing (start-up time)
+    lanes = lanes_source(plan.model, plan, options["ref_point"]) if fam.name == "recursive" else None
+    out = {"pyx": render(fam, plan, options, key, derivatives, lanes=lanes is not None)}
+    if lanes is not None:
+        out["c"] = lanes
+    return out
+
+
 def build_module(model, algorithm: str = "recursive", cache_dir=None, progress: bool = False,
                  derivatives: bool = False, **options):
     """Generate and compile (or fetch from the cache) the kernel module for a model.
@@ -293,7 +300,7 @@ def build_module(model, algorithm: str = "recursive", cache_dir=None, progress: 
     key = build_key(model, algorithm, options, derivatives)
     label = f"build {model.name} [{algorithm}{', derivatives' if derivatives else ''}]"
     mod, info = cached_module(key, f"mbgen_{algorithm}_{key}", label,
-                              lambda: render(fam, fam.make_plan(model), options, key, derivatives), cache_dir,
+                              lambda: module_sources(fam, fam.make_plan(model), options, key, derivatives), cache_dir,
                               progress, meta={"model": model.name, "algorithm": algorithm, "options": options,
                                               "derivatives": bool(derivatives)})
     info["options"] = options
@@ -455,13 +462,19 @@ def _build_into(source, modname, target, info, label, progress, meta):
             t0 = time.perf_counter()
             bar.set_postfix_str("derive + render")
             pyx = tmp / f"{modname}.pyx"
-            pyx.write_text(source())
+            text = source()
+            text = text if isinstance(text, dict) else {"pyx": text}       # "c": a second translation unit
+            pyx.write_text(text["pyx"])
+            extra = []
+            if "c" in text:
+                extra = [tmp / f"{modname}_lanes.c"]
+                extra[0].write_text(text["c"])
             info["generate_s"] = time.perf_counter() - t0
             bar.update(1)
             bar.set_postfix_str("cython + cc")
             t1 = time.perf_counter()
             try:
-                built = _compile(pyx, tmp, modname, quiet=True)
+                built = _compile(pyx, tmp, modname, quiet=True, extra=extra)
             except Exception as e:
                 code = disk_error(e)
                 if code is not None:          # no room for the build: its folder goes, the caller names the cache
@@ -474,7 +487,7 @@ def _build_into(source, modname, target, info, label, progress, meta):
                                  f"{_cython_errors(pyx)}") from e
             info["compile_s"] = time.perf_counter() - t1
             bar.update(1)
-            _assemble_entry(tmp, target, modname, [pyx, tmp / f"{modname}.c", built], info, meta)
+            _assemble_entry(tmp, target, modname, [pyx, tmp / f"{modname}.c", *extra, built], info, meta)
             bar.update(1)
     except BaseException:
         if not (tmp / FAILED_MARK).exists():
@@ -613,4 +626,4 @@ def generated_source(model, algorithm: str = "recursive", **options) -> str:
     """The Cython source that would be compiled for this model (for inspection)."""
     fam = family(algorithm, model)
     options = fam.resolve_options(**options)
-    return render(fam, fam.make_plan(model), options, build_key(model, algorithm, options))
+    return module_sources(fam, fam.make_plan(model), options, build_key(model, algorithm, options))["pyx"]

@@ -27,6 +27,7 @@ floating base, gravity, armature, joint spring-dampers and joint forces (time fu
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -152,8 +153,6 @@ def _derivative_vars(plan) -> dict:
 def export_vars(model, ref_point: str = "centroid", prefix: Optional[str] = None,
                 algorithm: str = "recursive") -> dict:
     """The variables of templates/c/: sizes, tree arrays, runs, the kernels printed as C, forces, names (escaped)."""
-    from ..symbolic.body_kernels import NIB
-    from ..symbolic.layout import BODY_PARAMS, P_BODIES
     if ref_point not in REF_POINTS:
         raise ValueError(f"--ref-point must be one of {', '.join(REF_POINTS)}, got {ref_point!r}")
     check_exportable(model, algorithm)
@@ -162,15 +161,22 @@ def export_vars(model, ref_point: str = "centroid", prefix: Optional[str] = None
     if fam.check is not None:
         fam.check(model)
     plan = fam.make_plan(model)
+    tv = _plan_vars(model, plan, ref_point, prefix, algorithm)
+    tv.update(R="double", p_scalar="p", **_derivative_vars(plan), **_kernels(algorithm, plan, tv["kinds"], ref_point))
+    return tv
+
+
+def _plan_vars(model, plan, ref_point: str, prefix: str, algorithm: str) -> dict:
+    """What templates/c/ reads of the plan: sizes, tree arrays, runs, layouts, the force elements, names (escaped)."""
+    from ..symbolic.body_kernels import NIB
+    from ..symbolic.layout import BODY_PARAMS, P_BODIES
     pats = plan.patterns()
-    kinds = tuple(sorted(set(pats), key=lambda p: p.name))
     ksegments, kind_code = runs(pats)
     work, per_body = work_layout(ARTICULATED_WORK)
     forces = [f for f in plan.forces if f.kind in ("spring", "jforce")]
     if len(forces) != len(plan.forces):                        # check_exportable refused the rest already
         raise ExportRefused("export-c: force elements other than joint spring-dampers and joint forces")
-    for f in forces:
-        f.data = dict(f.data, name=c_comment(f.data["name"]))
+    forces = [dataclasses.replace(f, data=dict(f.data, name=c_comment(f.data["name"]))) for f in forces]
     return dict(
         P=prefix, PU=prefix.upper(), version=__version__, model_name=c_comment(model.name),
         source=c_comment(getattr(model, "source", "")), ref_point=ref_point, algorithm=algorithm,
@@ -180,8 +186,30 @@ def export_vars(model, ref_point: str = "centroid", prefix: Optional[str] = None
         kind_code=kind_code, work=work, per_body=per_body, forces=forces,
         nwork=per_body * plan.nb if algorithm == "recursive" else plan.nv * plan.nv + plan.nv + 36 * plan.nb,
         roadmap=[c_comment(r) for r in plan.roadmap()], coords=_coordinate_rows(model, plan),
-        kind_dispatch=any(len(s.kinds) > 1 for s in ksegments), **_derivative_vars(plan),
-        **_kernels(algorithm, plan, kinds, ref_point))
+        kind_dispatch=any(len(s.kinds) > 1 for s in ksegments),
+        kinds=tuple(sorted(set(pats), key=lambda p: p.name)))
+
+
+def lanes_source(model, plan, ref_point: str) -> Optional[str]:
+    """The lanes of a recursive-family module (templates/c/lanes.c.j2), or None.
+
+    The module's forward dynamics and RK4 step over several states per pass, one per vector lane (issue 24):
+    the C export's tables, kernels, force elements and passes printed over mb_real. None when the model has
+    what the C export does not carry (``refusals``): its batches then run one state per pass."""
+    from ..model import JOINT_TYPES
+    from ..symbolic.articulated import recursive_kernels
+    from ..symbolic.body_kernels import body_kernels
+    from .c_emit import LANE_FUNCTIONS
+    if refusals(model):
+        return None
+    tv = _plan_vars(model, plan, ref_point, "mbl", "recursive")
+    types_nv = [(t, JOINT_TYPES[t].nv) for t in plan.joint_types_used]
+    nvs = tuple(sorted({nv for _, nv in types_nv}))
+    tv.update(R="mb_real", p_scalar="ps", lane_functions=LANE_FUNCTIONS, types_nv=types_nv,
+              body=[c_kernel(k, lanes=True) for k in body_kernels(tv["kinds"], ("kin",))],
+              spatial=[c_kernel(k, lanes=True) for k in recursive_kernels(ref_point, nvs)],
+              qdots=[c_joint_map(t, lanes=True) for t, _ in types_nv if JOINT_TYPES[t].nq], jchild=[], dkern=[])
+    return _env().get_template("c/lanes.c.j2").render(**tv)
 
 
 def params_vars(model, prefix: str, plan=None) -> dict:

@@ -53,13 +53,13 @@ def names_key(model) -> str:
     return hashlib.sha256(json.dumps(names).encode()).hexdigest()
 
 
-def render(fam: Family, plan, options: dict, key: str, derivatives: bool = False) -> str:
+def render(fam: Family, plan, options: dict, key: str, derivatives: bool = False, lanes: bool = False) -> str:
     """The Cython source of one model for one family.
 
     The Cython source of one model for one family (header: version, build hash, roadmap); derivatives: with
-    the derivative kernels of rigid trees."""
+    the derivative kernels of rigid trees; lanes: calling the lanes of ``cache.module_sources``."""
     tpl = template_env().get_template(fam.template)
     return tpl.render(version=__version__, build_hash=key, model_name=plan.model.name, algorithm=fam.name,
-                      derivatives=derivatives, enums=TEMPLATE_ENUMS,
+                      derivatives=derivatives, lanes=lanes, enums=TEMPLATE_ENUMS,
                       options=", ".join(f"{k}={v}" for k, v in options.items()) or "-", options_repr=repr(options),
                       **options, **fam.template_vars(plan, options))

@@ -272,6 +272,20 @@ class System(Derivatives):
         """
         return self.family.integrators
 
+    @property
+    def lanes(self) -> int:
+        """States per pass of forward_dynamics_batch and rollout.
+
+        The vector width of the build machine (4 with AVX, else 2) where the module has lanes (the recursive
+        family on a model the C export carries: templates/c/lanes.c.j2), else 1.
+
+        Returns
+        -------
+        int
+            The number of states one pass of the batches carries.
+        """
+        return int(getattr(self.module, "LANES", 1))
+
     def _kernels(self):
         """The loaded kernels (the system's own and, when it was built apart, the one with the derivatives)."""
         return list({id(k): k for k in (self.kernel, self._dkernel) if k is not None}.values())

@@ -184,12 +184,16 @@ class TreeSystem(System):
         q, u = self._qu(q, u)
         return self.kernel.inverse_dynamics(q, u, np.ascontiguousarray(udot, dtype=float).reshape(-1), t, None, ctrl)
 
-    def forward_dynamics_batch(self, Q, U, TAU=None, out=None, threads=None, t: float = 0.0) -> np.ndarray:
-        """Forward dynamics of B states at once, threaded without the GIL.
+    def forward_dynamics_batch(self, Q, U, TAU=None, out=None, threads=None, t: float = 0.0,
+                               simd: bool = True) -> np.ndarray:
+        """Forward dynamics of B states at once, threaded without the GIL, several states per pass.
 
         udot for B states: Q (B x nq), U (B x nv), TAU (B x nv, added to the model's forces, optional), into
         `out` (B x nv) if given. Runs on `threads` threads (default: every usable core) without the GIL, each
-        with its own workspace; the result does not depend on the number of threads.
+        with its own workspace; the result does not depend on the number of threads. With the recursive family,
+        a model the C export carries (rigid tree; joint spring-dampers, joint forces, armature) runs
+        ``self.lanes`` states per pass of the recursion, one per vector lane (docs/benchmarks.md, SIMD across states): the single
+        calls' numbers to round-off, in about 0.4 of their time per state.
 
         Parameters
         ----------
@@ -205,6 +209,9 @@ class TreeSystem(System):
             Number of threads (default: every usable core).
         t : float, optional
             Time [s] (default 0).
+        simd : bool, optional
+            Several states per pass where the module has lanes (default); False: one per pass, bitwise the
+            single calls' numbers.
 
         Returns
         -------
@@ -216,10 +223,10 @@ class TreeSystem(System):
         ValueError
             An array has the wrong shape.
         """
-        return self.kernel.forward_dynamics_batch(Q, U, TAU, t, out, threads)
+        return self.kernel.forward_dynamics_batch(Q, U, TAU, t, out, threads, simd)
 
     def rollout(self, q0, u0, nsteps: int, dt: float, tau=None, integrator: str = "rk4", threads=None,
-                sensitivities: bool = False, ctrl=None, act0=None, return_act: bool = False):
+                sensitivities: bool = False, ctrl=None, act0=None, return_act: bool = False, simd: bool = True):
         """B rollouts of nsteps fixed steps of size dt, all in compiled code.
 
         B rollouts of nsteps fixed steps of size dt, all in compiled code on `threads` threads (default: every
@@ -227,7 +234,8 @@ class TreeSystem(System):
         each step (None: the model's forces only); ctrl (B x nsteps x nu): the actuators' controls, held over each
         step as MuJoCo's rollout takes them (None: the model file's ctrl functions). Returns (q, u): B x
         (nsteps + 1) x nq and x nv, row 0 the
-        initial state; the same numbers as simulate(..., integrator="rk4") from each initial state. A rollout
+        initial state; the same numbers as simulate(..., integrator="rk4") from each initial state (to round-off
+        in lanes, bitwise with simd=False). A rollout
         whose state stops being finite has NaN rows from there on (a RuntimeWarning names it).
         sensitivities=True: returns (q, u, A, B) with the Jacobians of every step in tangent coordinates,
         A (B x nsteps x nt x nt), B (B x nsteps x nt x nv), nt = 2nv (+ na with activation dynamics: x = (q, u,
@@ -257,6 +265,9 @@ class TreeSystem(System):
             Initial activations of the actuators with activation dynamics (default zeros).
         return_act : bool, optional
             Also return the activations, shape (B, nsteps + 1, na), after q and u.
+        simd : bool, optional
+            Several rollouts per pass where the module has lanes (default; see forward_dynamics_batch); False: one
+            per pass, bitwise the numbers of simulate().
 
         Returns
         -------
@@ -291,7 +302,7 @@ class TreeSystem(System):
                 q0, u0, int(nsteps), float(dt), tau, threads, 0.0, act0, acts)
         else:
             q, u, fail = self.kernel.rollout(q0, u0, int(nsteps), float(dt), tau, integrator, threads, 0.0, ctrl,
-                                             act0, acts)
+                                             act0, acts, simd)
         bad = np.flatnonzero(np.isfinite(fail))
         if bad.size:
             warnings.warn(f"rollout: {bad.size} of {len(fail)} rollouts diverged (first: rollout {bad[0]} at "
