@@ -193,7 +193,7 @@ def _plan_vars(model, plan, ref_point: str, prefix: str, algorithm: str) -> dict
 def lanes_source(model, plan, ref_point: str) -> Optional[str]:
     """The lanes of a recursive-family module (templates/c/lanes.c.j2), or None.
 
-    The module's forward dynamics and RK4 step over several states per pass, one per vector lane (issue 24):
+    The module's forward and inverse dynamics and RK4 step over several states per pass, one per vector lane (issue 24):
     the C export's tables, kernels, force elements and passes printed over mb_real. None when the model has
     what the C export does not carry (``refusals``): its batches then run one state per pass."""
     from ..model import JOINT_TYPES
@@ -206,7 +206,7 @@ def lanes_source(model, plan, ref_point: str) -> Optional[str]:
     types_nv = [(t, JOINT_TYPES[t].nv) for t in plan.joint_types_used]
     nvs = tuple(sorted({nv for _, nv in types_nv}))
     tv.update(R="mb_real", p_scalar="ps", lane_functions=LANE_FUNCTIONS, types_nv=types_nv,
-              body=[c_kernel(k, lanes=True) for k in body_kernels(tv["kinds"], ("kin",))],
+              body=[c_kernel(k, lanes=True) for k in body_kernels(tv["kinds"], ("kin", "rnea", "rnea_back"))],
               spatial=[c_kernel(k, lanes=True) for k in recursive_kernels(ref_point, nvs)],
               qdots=[c_joint_map(t, lanes=True) for t, _ in types_nv if JOINT_TYPES[t].nq], jchild=[], dkern=[])
     return _env().get_template("c/lanes.c.j2").render(**tv)

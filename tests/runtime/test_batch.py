@@ -54,6 +54,8 @@ def test_bad_arguments_name_the_argument(chain_sys):
         s.forward_dynamics_batch(np.zeros(5), np.zeros(5))
     with pytest.raises(ValueError, match="threads"):
         s.forward_dynamics_batch(np.zeros((3, 5)), np.zeros((3, 5)), threads=0)
+    with pytest.raises(ValueError, match=r"UD: expected an array of shape \(3, 5\)"):
+        s.inverse_dynamics_batch(np.zeros((3, 5)), np.zeros((3, 5)), np.zeros((3, 4)))
     with pytest.raises(ValueError, match=r"tau: expected an array of shape \(2, 4, 5\)"):
         s.rollout(np.zeros((2, 5)), np.zeros((2, 5)), 4, 1e-3, tau=np.zeros((2, 3, 5)))
     with pytest.raises(ValueError, match="integrator"):
@@ -74,6 +76,10 @@ def test_batch_equals_per_call_for_any_thread_count(which, chain_sys, floating):
     assert s.forward_dynamics_batch(Q, U, TAU, out=out, t=0.25, simd=False) is out and np.array_equal(out, ref)
     assert s.forward_dynamics_batch(Q, U, TAU, out=out, t=0.25) is out and rel_err(out, ref) < 1e-12
     assert s.forward_dynamics_batch(Q[:0], U[:0]).shape == (0, s.nv)
+    tref = np.array([s.inverse_dynamics(Q[b], U[b], ref[b], t=0.25) for b in range(37)])
+    for threads in (1, 3):
+        assert np.array_equal(s.inverse_dynamics_batch(Q, U, ref, t=0.25, threads=threads, simd=False), tref)
+    assert np.max(np.abs(s.inverse_dynamics_batch(Q, U, ref, t=0.25) - TAU)) < 1e-8 * max(1.0, np.max(np.abs(ref)))
 
 
 def test_rollout_equals_simulate_and_threads_agree(chain_sys):

@@ -1,5 +1,5 @@
-"""SIMD across states (issue 24): forward_dynamics_batch and rollout run System.lanes states per pass of the
-recursion (templates/c/lanes.c.j2). Against the single calls on the C export's models (every joint type, fixed
+"""SIMD across states (issue 24): forward_dynamics_batch, inverse_dynamics_batch and rollout run System.lanes
+states per pass (templates/c/lanes.c.j2). Against the single calls on the C export's models (every joint type, fixed
 and floating base, joint spring-dampers, sine/step/table joint forces, the three reference points): to round-off,
 any batch size (partial groups), any thread count; simd=False is bitwise the single calls."""
 import numpy as np
@@ -33,10 +33,25 @@ def test_batch_in_lanes_matches_single_calls(lane_sys, B):
     ref = np.array([s.forward_dynamics(Q[b], U[b], TAU[b], 0.7) for b in range(B)])
     got = s.forward_dynamics_batch(Q, U, TAU, t=0.7, threads=1)
     assert rel_err(got, ref) < 1e-12
+    if B % s.lanes == 1:                                            # a row alone: one state per pass
+        assert np.array_equal(got[-1], ref[-1])
     assert np.array_equal(s.forward_dynamics_batch(Q, U, TAU, t=0.7, threads=2), got)     # threads: same numbers
     assert np.array_equal(s.forward_dynamics_batch(Q, U, TAU, t=0.7, threads=1, simd=False), ref)
     assert rel_err(s.forward_dynamics_batch(Q, U, t=0.7, threads=1),
                    [s.forward_dynamics(Q[b], U[b], None, 0.7) for b in range(B)]) < 1e-12
+
+
+@pytest.mark.parametrize("B", [1, 6])
+def test_inverse_batch_in_lanes_matches_single_calls(lane_sys, B):
+    """The RNEA in lanes against inverse_dynamics, and the round trip through the forward batch."""
+    s = lane_sys
+    Q, U, A = states(s, B, 20 + B)
+    ref = np.array([s.inverse_dynamics(Q[b], U[b], A[b], t=0.3) for b in range(B)])
+    got = s.inverse_dynamics_batch(Q, U, A, t=0.3, threads=1)
+    assert rel_err(got, ref) < 1e-12
+    assert np.array_equal(s.inverse_dynamics_batch(Q, U, A, t=0.3, threads=2), got)
+    assert np.array_equal(s.inverse_dynamics_batch(Q, U, A, t=0.3, threads=1, simd=False), ref)
+    assert rel_err(s.forward_dynamics_batch(Q, U, got, t=0.3), A) < 1e-9
 
 
 def test_rollout_in_lanes_matches_simulate(lane_sys):
@@ -81,12 +96,17 @@ def test_new_numbers_reach_the_lanes():
 
 
 def test_what_the_lanes_lack_runs_one_state_per_pass():
-    """A force hook (and a state feedback law) is not in the lanes: those batches run one state per pass."""
+    """A force hook and a state feedback law are not in the lanes: those batches run one state per pass."""
     s = get_system(chain(3), ref_point="origin")
     Q, U, _ = states(s, 5, 15)
-    try:
-        s.set_hook(lambda t, q, u: -0.5 * u)
-        assert np.array_equal(s.forward_dynamics_batch(Q, U, threads=1),
-                              [s.forward_dynamics(Q[b], U[b]) for b in range(5)])
-    finally:
-        s.set_hook(None)
+    K = np.random.default_rng(16).normal(0, 1, (s.nv, 2 * s.nv))
+    for on, off in ((lambda: s.set_hook(lambda t, q, u: -0.5 * u), lambda: s.set_hook(None)),
+                    (lambda: s.set_feedback(K), lambda: s.set_feedback(None))):
+        try:
+            on()
+            ref = [s.forward_dynamics(Q[b], U[b]) for b in range(5)]
+            assert np.array_equal(s.forward_dynamics_batch(Q, U, threads=1), ref)
+            q1, _ = s.rollout(Q, U, 3, 1e-3, threads=1)
+            assert np.array_equal(q1, s.rollout(Q, U, 3, 1e-3, threads=1, simd=False)[0])
+        finally:
+            off()

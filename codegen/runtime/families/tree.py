@@ -225,6 +225,43 @@ class TreeSystem(System):
         """
         return self.kernel.forward_dynamics_batch(Q, U, TAU, t, out, threads, simd)
 
+    def inverse_dynamics_batch(self, Q, U, UD, out=None, threads=None, t: float = 0.0,
+                               simd: bool = True) -> np.ndarray:
+        """Inverse dynamics (RNEA) of B states at once, threaded without the GIL, several states per pass.
+
+        tau for B states such that forward_dynamics(Q[b], U[b], tau[b], t) == UD[b], into `out` (B x nv) if given;
+        threads and lanes as forward_dynamics_batch.
+
+        Parameters
+        ----------
+        Q : array_like, shape (B, nq)
+            Coordinates [rad, m], one state per row.
+        U : array_like, shape (B, nv)
+            Velocities [rad/s, m/s].
+        UD : array_like, shape (B, nv)
+            Accelerations [rad/s^2, m/s^2].
+        out : numpy.ndarray, shape (B, nv), optional
+            Array to write into.
+        threads : int, optional
+            Number of threads (default: every usable core).
+        t : float, optional
+            Time [s] (default 0).
+        simd : bool, optional
+            Several states per pass where the module has lanes (default); False: one per pass, bitwise the
+            single calls' numbers.
+
+        Returns
+        -------
+        numpy.ndarray, shape (B, nv)
+            tau [N, N m] per state.
+
+        Raises
+        ------
+        ValueError
+            An array has the wrong shape.
+        """
+        return self.kernel.inverse_dynamics_batch(Q, U, UD, t, out, threads, simd)
+
     def rollout(self, q0, u0, nsteps: int, dt: float, tau=None, integrator: str = "rk4", threads=None,
                 sensitivities: bool = False, ctrl=None, act0=None, return_act: bool = False, simd: bool = True):
         """B rollouts of nsteps fixed steps of size dt, all in compiled code.
