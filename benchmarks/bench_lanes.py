@@ -1,12 +1,14 @@
 #!/usr/bin/env python
-"""SIMD across states (issue 24): forward dynamics per state in lanes against the single compiled call.
+"""SIMD across states (issue 24): forward and inverse dynamics per state in lanes against the single compiled call.
 
 For chain(n) (codegen.models.chain) and the 7-DOF arm (codegen.models.arm7), recursive family, one thread, the
-script times in one process, rounds interleaved:
+script times in one process, rounds interleaved, for forward dynamics (fd) and inverse dynamics (id, the RNEA):
 
-  * single   the compiled single call in a compiled loop (``kernel.time_forward_dynamics``: no Python per call)
-  * scalar   ``forward_dynamics_batch(Q, U, threads=1, simd=False)``: one state per pass, per state
-  * lanes    ``forward_dynamics_batch(Q, U, threads=1)``: ``System.lanes`` states per pass, per state
+  * single   the compiled single call in a compiled loop (``kernel.time_forward_dynamics``,
+             ``time_inverse_dynamics``: no Python per call)
+  * scalar   ``forward_dynamics_batch(Q, U, threads=1, simd=False)`` (``inverse_dynamics_batch``): one state per
+             pass, per state
+  * lanes    the same with ``System.lanes`` states per pass (the default), per state
 
 over B = 512 random states (one Python call per batch, so the binding's cost is ~1 ns per state). Ratio
 lanes / single: the goal is <= 0.5. Before timing, the lanes' results are checked against the single calls
@@ -42,40 +44,51 @@ def one_model(m, ref_point: str, rounds: int, rng) -> dict:
     s = codegen.build(m, "recursive", ref_point=ref_point)
     Q = np.array([random_state(m, rng)[0] for _ in range(B)])
     U = rng.normal(0, 1, (B, s.nv))
+    A = rng.normal(0, 1, (B, s.nv))
     out = np.empty((B, s.nv))
-    ref = np.array([s.forward_dynamics(Q[b], U[b]) for b in range(B)])
-    err = float(np.max(np.abs(s.forward_dynamics_batch(Q, U, threads=1) - ref)) / max(np.max(np.abs(ref)), 1.0))
+    err = 0.0
+    for one, many, args in ((s.forward_dynamics, s.forward_dynamics_batch, (Q, U)),
+                            (s.inverse_dynamics, s.inverse_dynamics_batch, (Q, U, A))):
+        ref = np.array([one(*(a[b] for a in args)) for b in range(B)])
+        err = max(err, float(np.max(np.abs(many(*args, threads=1) - ref)) / max(np.max(np.abs(ref)), 1.0)))
     if not err < TOL:
         raise SystemExit(f"VERIFICATION FAILED: {m.name}: lanes against single calls {err:.3g} > {TOL}")
     reps = max(1, int(0.05 / max(s.kernel.time_forward_dynamics(Q[0], U[0], 200), 1e-9)))
     nb = max(1, reps // B)
 
-    def batch(simd):
+    def batch(fn, args, simd):
         t0 = time.thread_time()
         for _ in range(nb):
-            s.forward_dynamics_batch(Q, U, out=out, threads=1, simd=simd)
+            fn(*args, out=out, threads=1, simd=simd)
         return (time.thread_time() - t0) / (nb * B)
 
-    per = {"single": [], "scalar": [], "lanes": []}
+    runs = {"fd_single": lambda: s.kernel.time_forward_dynamics(Q[0], U[0], reps),
+            "fd_scalar": lambda: batch(s.forward_dynamics_batch, (Q, U), False),
+            "fd_lanes": lambda: batch(s.forward_dynamics_batch, (Q, U), True),
+            "id_single": lambda: s.kernel.time_inverse_dynamics(Q[0], U[0], A[0], reps),
+            "id_scalar": lambda: batch(s.inverse_dynamics_batch, (Q, U, A), False),
+            "id_lanes": lambda: batch(s.inverse_dynamics_batch, (Q, U, A), True)}
+    per = {k: [] for k in runs}
     for _ in range(rounds):
-        per["single"].append(s.kernel.time_forward_dynamics(Q[0], U[0], reps))
-        per["scalar"].append(batch(False))
-        per["lanes"].append(batch(True))
+        for k, run in runs.items():
+            per[k].append(run())
     med = {k: float(np.median(v)) for k, v in per.items()}
     return {"model": m.name, "nb": len(m.joints), "nv": s.nv, "ref_point": ref_point, "lanes": s.lanes,
             "error": err, **{f"{k}_ns": v * 1e9 for k, v in med.items()},
-            "lanes_over_single": med["lanes"] / med["single"], "scalar_over_single": med["scalar"] / med["single"]}
+            **{f"{w}_lanes_over_single": med[f"{w}_lanes"] / med[f"{w}_single"] for w in ("fd", "id")}}
 
 
 def markdown(doc) -> str:
     """The results as the markdown table of results/lanes.md."""
     lines = [f"# SIMD across states ({doc['date']})", "", f"Command: `{doc['command']}`  ", f"Machine: {doc['machine']}", "",
-             "Forward dynamics per state on one thread, ns (medians of interleaved rounds); goal lanes / single <= 0.5.",
-             "", "| model | ref. point | lanes | single call | batch, 1 state per pass | batch in lanes | lanes / single |",
-             "|---|---|---:|---:|---:|---:|---:|"]
+             "Per state on one thread, ns (medians of interleaved rounds); goal lanes / single <= 0.5.", "",
+             "| model | lanes | fd single call | fd batch, 1 state per pass | fd batch in lanes | fd lanes / single "
+             "| id single call | id batch in lanes | id lanes / single |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in doc["rows"]:
-        lines.append(f"| {r['model']} | {r['ref_point']} | {r['lanes']} | {r['single_ns']:,.0f} | {r['scalar_ns']:,.0f} | "
-                     f"{r['lanes_ns']:,.0f} | {r['lanes_over_single']:.2f} |")
+        lines.append(f"| {r['model']} | {r['lanes']} | {r['fd_single_ns']:,.0f} | {r['fd_scalar_ns']:,.0f} | "
+                     f"{r['fd_lanes_ns']:,.0f} | {r['fd_lanes_over_single']:.2f} | {r['id_single_ns']:,.0f} | "
+                     f"{r['id_lanes_ns']:,.0f} | {r['id_lanes_over_single']:.2f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -95,8 +108,9 @@ def main(argv=None):
     for m in models:
         rows.append(one_model(m, args.ref_point, args.rounds, rng))
         r = rows[-1]
-        print(f"{r['model']}: single {r['single_ns']:.0f} ns, batch {r['scalar_ns']:.0f}, lanes {r['lanes_ns']:.0f} "
-              f"per state: {r['lanes_over_single']:.2f} of the single call", flush=True)
+        print(f"{r['model']}: fd single {r['fd_single_ns']:.0f} ns, lanes {r['fd_lanes_ns']:.0f} per state "
+              f"({r['fd_lanes_over_single']:.2f}); id single {r['id_single_ns']:.0f}, lanes {r['id_lanes_ns']:.0f} "
+              f"({r['id_lanes_over_single']:.2f})", flush=True)
     doc = {"date": time.strftime("%Y-%m-%d"), "command": "python benchmarks/bench_lanes.py " + " ".join(argv or sys.argv[1:]),
            "machine": machine_info().get("cpu", "unknown"), "rows": rows}
     out = Path(args.out_dir)

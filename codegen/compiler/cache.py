@@ -129,13 +129,13 @@ def native_flags() -> list:
     return ["-march=native"] if _cc_accepts(["-march=native"]) else []
 
 
-def _cc_accepts(flags: list, source: str = "int main(void) { return 0; }\n") -> bool:
+def _cc_accepts(flags: list, source: str = "int main(void) { return 0; }\n", libs: tuple = ()) -> bool:
     cc = (sysconfig.get_config_var("CC") or "cc").split()
     with tempfile.TemporaryDirectory(prefix="mbgen-cc-") as tmp:
         src = Path(tmp) / "probe.c"
         src.write_text(source)
         try:
-            return subprocess.run(cc + flags + [str(src), "-o", str(Path(tmp) / "probe")], capture_output=True,
+            return subprocess.run(cc + flags + [str(src), "-o", str(Path(tmp) / "probe"), *libs], capture_output=True,
                                   timeout=60).returncode == 0
         except (OSError, subprocess.SubprocessError):
             return False
@@ -153,6 +153,23 @@ def openmp_flags() -> list:
     return ["-fopenmp"] if _cc_accepts(["-fopenmp"], "#include <omp.h>\nint main(void) { int n = 0;\n"
                                        "#pragma omp parallel reduction(+:n)\nn += 1;\n"
                                        "return omp_get_max_threads() > 0 && n > 0 ? 0 : 1; }\n") else []
+
+
+@lru_cache(maxsize=None)
+def vector_math_flags() -> tuple:
+    """glibc's vector sin and cos (libmvec) for the lanes: (define_macros, libraries), or ((), ()).
+
+    The lanes (templates/c/lanes.c.j2) call ``_ZGVdN4v_sin`` and ``_ZGVdN4v_cos`` (4 lanes of AVX2, at most 4 ulp:
+    to round-off the scalar libm) where the C compiler links them with ``-lmvec``, else sin and cos lane by lane
+    (they were half the time of the inverse dynamics in lanes). Probed when a kernel is compiled, like
+    openmp_flags; MBGEN_LIBMVEC=0 turns it off."""
+    if os.environ.get("MBGEN_LIBMVEC", "1") == "0":
+        return (), ()
+    ok = _cc_accepts(["-mavx2"], libs=("-lmvec",), source="#include <immintrin.h>\n__m256d _ZGVdN4v_sin(__m256d);\n"
+                     "__m256d _ZGVdN4v_cos(__m256d);\nint main(void) { volatile double d = 0.5;\n"
+                     "__m256d x = _ZGVdN4v_sin(_mm256_set1_pd(d)), y = _ZGVdN4v_cos(x);\n"
+                     "return _mm256_cvtsd_f64(y) > 0.0 ? 0 : 1; }\n")
+    return ((("MB_LIBMVEC", "1"),), ("mvec",)) if ok else ((), ())
 
 
 def code_pattern(model, algorithm: str):
@@ -184,11 +201,12 @@ def _compile(pyx: Path, build_dir: Path, modname: str, quiet: bool, extra=()) ->
 
     import numpy
     omp = openmp_flags()
+    vm_macros, vm_libs = vector_math_flags() if extra else ((), ())
     ext = Extension(modname, [str(pyx), *map(str, extra)], include_dirs=[numpy.get_include()],
-                    define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+                    define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"), *vm_macros],
                     # -g0: no debug information (Python's own CFLAGS carry -g): a third less compile time
                     extra_compile_args=opt_flags() + ["-g0", "-fno-math-errno", "-w"] + native_flags() + omp,
-                    extra_link_args=omp)
+                    libraries=list(vm_libs), extra_link_args=omp)
     with _captured(quiet):           # Cython prints its own traceback of a failure (a full disk): kept, not shown
         exts = cythonize([ext], quiet=True, language_level=3,
                          compiler_directives={"boundscheck": False, "wraparound": False, "cdivision": True})
