@@ -2,6 +2,10 @@
 states per pass (templates/c/lanes.c.j2). Against the single calls on the C export's models (every joint type, fixed
 and floating base, joint spring-dampers, sine/step/table joint forces, the three reference points): to round-off,
 any batch size (partial groups), any thread count; simd=False is bitwise the single calls."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -110,3 +114,17 @@ def test_what_the_lanes_lack_runs_one_state_per_pass():
             assert np.array_equal(q1, s.rollout(Q, U, 3, 1e-3, threads=1, simd=False)[0])
         finally:
             off()
+
+
+def test_a_portable_build_has_two_lanes_and_libm_sin_cos():
+    """MBGEN_NATIVE=0 builds for the compiler's default target (SSE2, no AVX): 2 lanes, sin and cos lane by lane
+    through libm (no vector math library): the same numbers to round-off."""
+    code = ("import numpy as np, codegen; from codegen.models import chain; s = codegen.build(chain(3), ref_point='origin');"
+            "rng = np.random.default_rng(1); Q, U = rng.normal(0, 1, (5, 3)), rng.normal(0, 1, (5, 3));"
+            "ref = np.array([s.forward_dynamics(Q[b], U[b]) for b in range(5)]);"
+            "print(s.lanes, np.max(np.abs(s.forward_dynamics_batch(Q, U, threads=1) - ref)) / np.max(np.abs(ref)))")
+    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, MBGEN_NATIVE="0"), capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lanes, err = out.stdout.split()
+    assert lanes == "2" and float(err) < 1e-12
