@@ -192,8 +192,8 @@ class TreeSystem(System):
         `out` (B x nv) if given. Runs on `threads` threads (default: every usable core) without the GIL, each
         with its own workspace; the result does not depend on the number of threads. With the recursive family,
         a model the C export carries (rigid tree; joint spring-dampers, joint forces, armature) runs
-        ``self.lanes`` states per pass of the recursion, one per vector lane (docs/benchmarks.md, SIMD across states): the single
-        calls' numbers to round-off, in about 0.4 of their time per state.
+        ``self.lanes`` states per pass of the recursion, one per vector lane (docs/benchmarks.md, SIMD across
+        states): the single calls' numbers to round-off, in about 0.3 of their time per state.
 
         Parameters
         ----------
