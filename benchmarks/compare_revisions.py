@@ -79,6 +79,7 @@ def main(argv=None):
         archive = subprocess.run(["git", "-C", str(HERE.parent), "archive", args.rev], capture_output=True, check=True)
         subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
     (tree / "generated").mkdir(exist_ok=True)
+    os.chmod(tree / "generated", 0o700)     # tar run as root keeps the archive's 775: the cache must be ours alone
     doc = {"command": "python " + " ".join([os.path.relpath(__file__, os.getcwd())] + (sys.argv[1:] if argv is None
                                                                                          else argv)),
            "machine": machine_info(), "rev": args.rev, "ref_point": args.ref_point, "rows": []}
