@@ -35,7 +35,7 @@ from typing import Dict, List, Optional
 from .._version import __version__
 from ..algorithms import family
 from ..algorithms.tree_plan import ARTICULATED_WORK, runs, work_layout
-from .c_emit import c_array_rows, c_comment, c_joint_map, c_kernel, c_literal
+from .c_emit import LANE_FUNCTIONS, c_array_rows, c_comment, c_joint_map, c_kernel, c_literal
 
 EXPORT_FAMILIES = ("recursive", "dense")   # the families `mbgen export-c` writes (mbgen inspect algorithms says so)
 REF_POINTS = ("centroid", "joint", "origin")
@@ -119,24 +119,26 @@ def _coordinate_rows(model, plan) -> List[dict]:
     return rows
 
 
-def _kernels(algorithm: str, plan, kinds, ref_point: str) -> dict:
+def _kernels(algorithm: str, plan, kinds, ref_point: str, lanes: bool = False) -> dict:
     """The sympy kernels of one family as C.
 
     Per body pattern, the spatial algebra (recursive), the joint maps, the derivative kernels
-    (``codegen.symbolic.derivatives``: both families share the derivative passes, as the Cython modules do)."""
+    (``codegen.symbolic.derivatives``: both families share the derivative passes, as the Cython modules do).
+    lanes: over mb_real, and only what the lanes run (world kinematics, the recursion, the RNEA)."""
     from ..model import JOINT_TYPES
     from ..symbolic.articulated import recursive_kernels
     from ..symbolic.body_kernels import body_kernels
     from ..symbolic.derivatives import derivative_kernels
     types_nv = [(t, JOINT_TYPES[t].nv) for t in plan.joint_types_used]
-    per_body = ("kin", "rnea", "rnea_back", "pose") if algorithm == "recursive" else ("pose", "rnea", "rnea_back")
+    per_body = ("kin", "rnea", "rnea_back") + (() if lanes else ("pose",)) if algorithm == "recursive" else \
+        ("pose", "rnea", "rnea_back")
     nvs = tuple(sorted({nv for _, nv in types_nv}))
     return dict(
-        types_nv=types_nv, body=[c_kernel(k) for k in body_kernels(kinds, per_body)],
-        spatial=[c_kernel(k) for k in recursive_kernels(ref_point, nvs)] if algorithm == "recursive" else [],
-        qdots=[c_joint_map(t) for t, _ in types_nv if JOINT_TYPES[t].nq],
-        jchild=[c_joint_map(t, "jchild") for t, _ in types_nv],
-        dkern=[c_kernel(k) for k in derivative_kernels()],
+        types_nv=types_nv, body=[c_kernel(k, lanes) for k in body_kernels(kinds, per_body)],
+        spatial=[c_kernel(k, lanes) for k in recursive_kernels(ref_point, nvs)] if algorithm == "recursive" else [],
+        qdots=[c_joint_map(t, lanes=lanes) for t, _ in types_nv if JOINT_TYPES[t].nq],
+        jchild=[] if lanes else [c_joint_map(t, "jchild") for t, _ in types_nv],
+        dkern=[] if lanes else [c_kernel(k) for k in derivative_kernels()],
         joint_kinds=sorted(dict(ck for s in plan.segments for ck in s.kinds).items()))
 
 
@@ -193,22 +195,14 @@ def _plan_vars(model, plan, ref_point: str, prefix: str, algorithm: str) -> dict
 def lanes_source(model, plan, ref_point: str) -> Optional[str]:
     """The lanes of a recursive-family module (templates/c/lanes.c.j2), or None.
 
-    The module's forward and inverse dynamics and RK4 step over several states per pass, one per vector lane (issue 24):
-    the C export's tables, kernels, force elements and passes printed over mb_real. None when the model has
+    The module's forward and inverse dynamics and RK4 step over several states per pass, one per vector lane
+    (issue 24): the C export's tables, kernels, force elements and passes printed over mb_real. None when the model has
     what the C export does not carry (``refusals``): its batches then run one state per pass."""
-    from ..model import JOINT_TYPES
-    from ..symbolic.articulated import recursive_kernels
-    from ..symbolic.body_kernels import body_kernels
-    from .c_emit import LANE_FUNCTIONS
     if refusals(model):
         return None
     tv = _plan_vars(model, plan, ref_point, "mbl", "recursive")
-    types_nv = [(t, JOINT_TYPES[t].nv) for t in plan.joint_types_used]
-    nvs = tuple(sorted({nv for _, nv in types_nv}))
-    tv.update(R="mb_real", p_scalar="ps", lane_functions=LANE_FUNCTIONS, types_nv=types_nv,
-              body=[c_kernel(k, lanes=True) for k in body_kernels(tv["kinds"], ("kin", "rnea", "rnea_back"))],
-              spatial=[c_kernel(k, lanes=True) for k in recursive_kernels(ref_point, nvs)],
-              qdots=[c_joint_map(t, lanes=True) for t, _ in types_nv if JOINT_TYPES[t].nq], jchild=[], dkern=[])
+    tv.update(R="mb_real", p_scalar="ps", lane_functions=LANE_FUNCTIONS,
+              **_kernels("recursive", plan, tv["kinds"], ref_point, lanes=True))
     return _env().get_template("c/lanes.c.j2").render(**tv)
 
 
