@@ -426,8 +426,8 @@ def cached_module(key: str, modname: str, label: str, source, cache_dir=None, pr
                   meta: Optional[dict] = None):
     """Import module `modname` from cache entry `key`, building it there if needed.
 
-    Import module `modname` from cache entry `key`, first rendering `source()` and compiling it there if
-    the entry is missing or fails entry_problem() (then with a CacheWarning). Under a file lock; the entry
+    Import module `modname` from cache entry `key`, first rendering `source()` (the pyx text, or {"pyx": ...,
+    "c": a second C translation unit}) and compiling it there if the entry is missing or fails entry_problem() (then with a CacheWarning). Under a file lock; the entry
     folder appears complete or not at all. `meta` (model name, ...) is recorded in build.json."""
     cache = trust.cache_folder(Path(cache_dir) if cache_dir else default_cache_dir())    # the user's alone
     target = cache / key

@@ -164,7 +164,7 @@ def export_vars(model, ref_point: str = "centroid", prefix: Optional[str] = None
         fam.check(model)
     plan = fam.make_plan(model)
     tv = _plan_vars(model, plan, ref_point, prefix, algorithm)
-    tv.update(R="double", p_scalar="p", **_derivative_vars(plan), **_kernels(algorithm, plan, tv["kinds"], ref_point))
+    tv.update(R="double", p_scalar="p", linkage="", sqrt_fn="sqrt", **_derivative_vars(plan), **_kernels(algorithm, plan, tv["kinds"], ref_point))
     return tv
 
 
@@ -201,7 +201,7 @@ def lanes_source(model, plan, ref_point: str) -> Optional[str]:
     if refusals(model):
         return None
     tv = _plan_vars(model, plan, ref_point, "mbl", "recursive")
-    tv.update(R="mb_real", p_scalar="ps", lane_functions=LANE_FUNCTIONS,
+    tv.update(R="mb_real", p_scalar="ps", linkage="static ", sqrt_fn="mb_sqrt", lane_functions=LANE_FUNCTIONS,
               **_kernels("recursive", plan, tv["kinds"], ref_point, lanes=True))
     return _env().get_template("c/lanes.c.j2").render(**tv)
 
