@@ -422,6 +422,7 @@ DERIV_DOF = (("S", 6), ("dVq", 6), ("dAq", 6), ("dAv", 6), ("dFq", 6), ("dFv", 6
              ("UD", 6))
 DERIV_KB = 32           # right-hand sides per block of the articulated solve M^-1 [dtau/dq, dtau/du, I]
 DERIV_DENSE_MAX = 112   # up to this many velocities the dense tail (Cholesky, register tiles) beats the solve (chains)
+DERIV_FACTORED_MIN = 24 # serial chains from this many velocities: the factored tail (54 nv^2) beats the dense (2 nv^3)
 
 
 def ancestor_runs(parent, iv, nvj, nv: int) -> dict:
@@ -454,7 +455,8 @@ def derivative_vars(plan: Plan) -> dict:
     """Variables of the derivative passes.
 
     Workspace layouts, each body's nv, each DOF's column-group end
-    (codegen.symbolic.derivatives.GROUPS), the ancestor runs, the sympy kernels; ``deriv_refusal`` says why a model
+    (codegen.symbolic.derivatives.GROUPS), the ancestor runs, the sympy kernels, ``serial`` (every body's parent
+    the body before it: the factored tail applies); ``deriv_refusal`` says why a model
     has no derivatives ('' when it has them; a family may set its own, recursive: cut joints)."""
     from ..symbolic.derivatives import derivative_kernels, group_ends
     dbody, nbody = work_layout(DERIV_BODY)
@@ -464,7 +466,8 @@ def derivative_vars(plan: Plan) -> dict:
              if JOINT_TYPES[t].quaternion is not None]
     return dict(dbody_layout=dbody, ddof_layout=ddof, dw_body=nbody, dw_dof=ndof, dge=dge, dkb=DERIV_KB,
                 **ancestor_runs(plan.parent, plan.iv, [JOINT_TYPES[t].nv for t in plan.types], plan.nv),
-                dense_max=DERIV_DENSE_MAX, quatv=quatv,
+                dense_max=DERIV_DENSE_MAX, factored_min=DERIV_FACTORED_MIN, quatv=quatv,
+                serial=all(i == j - 1 for j, i in enumerate(plan.parent)),
                 nvj=[JOINT_TYPES[t].nv for t in plan.types], dkern=derivative_kernels())
 
 

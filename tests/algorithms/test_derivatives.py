@@ -7,7 +7,7 @@ import pinocchio as pin
 import pytest
 
 import codegen
-from codegen.models import chain, random_state, random_tree
+from codegen.models import JOINT_MIX, chain, random_state, random_tree
 from support.peers_from_file import DictPeer
 from support.systems import EXAMPLES, get_system, rel_err
 from support.tangent import central_jacobian, minus, pin_v_order, plus
@@ -75,7 +75,6 @@ def test_matches_pinocchio():
 @pytest.fixture(scope="module")
 def floating():
     """Free base, every joint type, three free joints inside the tree (the mstmm tests' model)."""
-    from codegen.models import JOINT_MIX
     return random_tree(14, seed=7, types=JOINT_MIX + ("free", "revolute", "spherical"), floating=True)
 
 
@@ -345,3 +344,32 @@ def test_ancestor_runs_of_a_tree():
     assert r["drun0"][4] == 8 and r["drunp"][4] == 0         # 3-4 a run (DOFs 8..11), then body 0's
     bad = ancestor_runs([-1, 0, 0, 1], [0, 1, 2, 3], [1, 1, 1, 1], 4)   # body 3's parent 1, after body 2 (not preorder)
     assert "preorder" in bad["deriv_refusal"]
+
+
+
+def test_factored_tail_of_a_serial_chain():
+    """On a serial chain the factored tail (54 nv^2 multiply-adds, mb_factored) gives what the dense tail gives: every
+    joint type (column groups of several DOFs), spring-dampers, joint forces, point springs (partials off the
+    diagonal), and on chain(5) a state feedback gain (a full matrix of partials)."""
+    d = random_tree(9, seed=5, types=JOINT_MIX + ("spherical", "planar"), forces=True).to_dict()
+    for k, j in enumerate(d["joints"]):                     # re-hang every body on the one before it
+        j["parent"] = "ground" if k == 0 else d["joints"][k - 1]["child"]
+    m = codegen.model_from_dict(d)
+    assert m.point_springs and m.springs and len({t.type for t in m.joints}) >= 5
+    rng = np.random.default_rng(15)
+    c5 = get_system(chain(5), ref_point="joint")
+    for s, K in ((get_system(m, "recursive", ref_point="centroid"), None), (c5, rng.normal(size=(5, 10)))):
+        k = s.derivative_kernel
+        q, u = random_state(s.model, rng)
+        tau = rng.normal(size=s.model.nv)
+        if K is not None:
+            s.set_feedback(K, np.r_[q, u])
+        try:
+            k.set_derivative_method(0)
+            ref = s.forward_dynamics_derivatives(q, u, tau, 0.1)
+            k.set_derivative_method(2)
+            for a, b in zip(s.forward_dynamics_derivatives(q, u, tau, 0.1), ref):
+                assert rel_err(a, b) < 1e-12
+        finally:
+            k.set_derivative_method(0)
+            s.set_feedback(None)
