@@ -422,7 +422,7 @@ DERIV_DOF = (("S", 6), ("dVq", 6), ("dAq", 6), ("dAv", 6), ("dFq", 6), ("dFv", 6
              ("UD", 6))
 DERIV_KB = 32           # right-hand sides per block of the articulated solve M^-1 [dtau/dq, dtau/du, I]
 DERIV_DENSE_MAX = 112   # up to this many velocities the dense tail (Cholesky, register tiles) beats the solve (chains)
-DERIV_FACTORED_MIN = 24 # serial chains from this many velocities: the factored tail (54 nv^2) beats the dense (2 nv^3)
+DERIV_FACTORED_MIN = 50 # serial chains from this many velocities: the factored tail (~75 nv^2) beats the dense (2.5 nv^3)
 
 
 def ancestor_runs(parent, iv, nvj, nv: int) -> dict:
