@@ -16,6 +16,11 @@ TOL_FD = 1e-6           # against central differences (h = 1e-6)
 TOL_PIN = 1e-9          # against pinocchio
 
 
+
+def dsys(model, algorithm="recursive", **options):
+    """get_system with derivatives=True: one module with the derivative kernels, not a plain one and then a second."""
+    return get_system(model, algorithm, derivatives=True, **options)
+
 def fd_forward(s, q, u, tau, t=0.0):
     m = s.model
     Aq = central_jacobian(lambda e: s.forward_dynamics(plus(m, q, e), u, tau, t), s.nv)
@@ -60,7 +65,7 @@ def test_matches_pinocchio():
     universal and planar joints: on the 60-body tree below they differ from pinocchio's own finite differences by
     O(100) while ours agree with them to 1e-7; so the composite-joint trees are checked against differences.)"""
     m = random_tree(12, seed=31, types=("revolute", "prismatic", "spherical", "fixed", "revolute", "spherical"))
-    s = get_system(m, "recursive", ref_point="origin")
+    s = dsys(m, "recursive", ref_point="origin")
     rng = np.random.default_rng(4)
     for _ in range(2):
         q, u = random_state(m, rng)
@@ -80,7 +85,7 @@ def floating():
 
 @pytest.mark.parametrize("alg,opts", [("recursive", {"ref_point": "joint"}), ("mstmm", {})])
 def test_floating_base_matches_central_differences(floating, alg, opts):
-    s = get_system(floating, alg, **opts)
+    s = dsys(floating, alg, **opts)
     rng = np.random.default_rng(9)
     q, u = random_state(floating, rng)
     tau, ud = rng.normal(size=s.nv), rng.normal(size=s.nv)
@@ -107,7 +112,7 @@ def test_families_and_solvers_agree(sprung):
     """dense and recursive (centroid) give the same derivatives to round-off (every family shares the derivative
     passes of templates/shared; only their forward dynamics differ; mstmm and the joint point are above), and the
     articulated solve of large models gives what the dense tail gives."""
-    den, rec = get_system(sprung, "dense"), get_system(sprung, "recursive", ref_point="centroid")
+    den, rec = dsys(sprung, "dense"), dsys(sprung, "recursive", ref_point="centroid")
     rng = np.random.default_rng(4)
     q, u = random_state(sprung, rng)
     tau, ud = rng.normal(size=sprung.nv), rng.normal(size=sprung.nv)
@@ -129,7 +134,7 @@ def test_families_and_solvers_agree(sprung):
 
 
 def test_force_elements_are_differentiated(sprung):
-    s = get_system(sprung, "recursive", ref_point="centroid")
+    s = dsys(sprung, "recursive", ref_point="centroid")
     assert sprung.springs and sprung.joint_forces
     rng = np.random.default_rng(5)
     q, u = random_state(sprung, rng)
@@ -149,7 +154,7 @@ def test_armature_is_differentiated(sprung):
             j.armature = rng.uniform(0.05, 0.8, j.nv)
     arm = codegen.model_from_dict(arm.to_dict())             # through the file format: armature survives export
     assert np.count_nonzero(arm.armature) == arm.nv
-    den, rec = get_system(arm, "dense"), get_system(arm, "recursive", ref_point="centroid")
+    den, rec = dsys(arm, "dense"), dsys(arm, "recursive", ref_point="centroid")
     q, u = random_state(arm, rng)
     tau, ud = rng.normal(size=arm.nv), rng.normal(size=arm.nv)
     Aq, Au, Mi = rec.forward_dynamics_derivatives(q, u, tau, 0.1)
@@ -170,7 +175,7 @@ def test_armature_is_differentiated(sprung):
 
 
 def test_batch_equals_single_calls(sprung):
-    s = get_system(sprung, "recursive", ref_point="centroid")
+    s = dsys(sprung, "recursive", ref_point="centroid")
     rng = np.random.default_rng(6)
     Q, U = map(np.array, zip(*[random_state(sprung, rng) for _ in range(5)]))
     T = rng.normal(size=U.shape)
@@ -191,7 +196,7 @@ def test_batch_equals_single_calls(sprung):
 def test_linearize_and_rk4_step_against_rollout(floating):
     """Continuous A, B against central differences; the RK4 step Jacobians against central differences of one
     compiled rollout step (tangent coordinates at both ends), quaternion joints included."""
-    s = get_system(floating, "recursive", ref_point="joint")
+    s = dsys(floating, "recursive", ref_point="joint")
     m, nv = floating, s.nv
     rng = np.random.default_rng(12)
     q, u = random_state(m, rng)
@@ -217,7 +222,7 @@ def test_linearize_and_rk4_step_against_rollout(floating):
 def test_rollout_sensitivities_over_100_steps():
     """The product of the 100 step Jacobians equals central differences of the whole rollout's final state with
     respect to the initial state; one step's input columns, those with respect to that step's tau."""
-    s = get_system(chain(5), ref_point="joint")
+    s = dsys(chain(5), ref_point="joint")
     rng = np.random.default_rng(13)
     q0, u0 = rng.normal(size=5), rng.normal(size=5)
     n, h = 100, 2e-3
@@ -248,7 +253,7 @@ def test_rollout_sensitivities_over_100_steps():
 
 
 def test_feedback_is_compiled_and_differentiated():
-    s = get_system(chain(5), ref_point="joint")
+    s = dsys(chain(5), ref_point="joint")
     rng = np.random.default_rng(14)
     K, xr = rng.normal(size=(5, 10)), rng.normal(size=10)
     q, u = rng.normal(size=5), rng.normal(size=5)
@@ -276,7 +281,7 @@ def test_point_springs_are_differentiated(base):
     against central differences of the dynamics in the tangent space."""
     m = random_tree(14, seed=1, forces=True) if base == "fixed" else \
         random_tree(16, seed=21, types=("revolute", "spherical"), floating=True, forces=True)
-    s = get_system(m, "dense")                   # the dense kernels of those tests
+    s = dsys(m, "dense")                   # the dense kernels of those tests
     assert len(m.point_springs) >= 2
     rng = np.random.default_rng(12)
     for _ in range(2):
@@ -305,7 +310,7 @@ def test_refused_by_name():
     beam = get_system(codegen.load_model(str(EXAMPLES / "flexible_pendulum.yaml")))
     with pytest.raises(ValueError, match="flexible-beam"):
         beam.forward_dynamics_derivatives(*beam.model.initial_state())
-    c = get_system(chain(5), ref_point="joint")
+    c = dsys(chain(5), ref_point="joint")
     c.set_hook(lambda t, q, u: np.zeros(5))
     try:
         with pytest.raises(ValueError, match="hook"):
@@ -357,8 +362,8 @@ def test_factored_tail_of_a_serial_chain():
     m = codegen.model_from_dict(d)
     assert m.point_springs and m.springs and len({t.type for t in m.joints}) >= 5
     rng = np.random.default_rng(15)
-    c5 = get_system(chain(5), ref_point="joint")
-    for s, K in ((get_system(m, "recursive", ref_point="centroid"), None), (c5, rng.normal(size=(5, 10)))):
+    c5 = dsys(chain(5), ref_point="joint")
+    for s, K in ((dsys(m, "recursive", ref_point="centroid"), None), (c5, rng.normal(size=(5, 10)))):
         k = s.derivative_kernel
         q, u = random_state(s.model, rng)
         tau = rng.normal(size=s.model.nv)

@@ -30,7 +30,7 @@ def arm():
     m = codegen.load_model(ARM)
     mj = mujoco.MjModel.from_xml_path(ARM)
     mj.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT) | int(mujoco.mjtDisableBit.mjDSBL_CONSTRAINT)
-    return m, mj, get_system(m)
+    return m, mj, get_system(m, derivatives=True)      # one module: the derivative tests use it too
 
 
 def test_imported_with_their_dynamics(arm, capsys):
