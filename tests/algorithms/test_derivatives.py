@@ -353,14 +353,14 @@ def test_ancestor_runs_of_a_tree():
 
 
 def test_factored_tail_of_a_serial_chain():
-    """On a serial chain the factored tail (54 nv^2 multiply-adds, mb_factored) gives what the dense tail gives: every
-    joint type (column groups of several DOFs), spring-dampers, joint forces, point springs (partials off the
-    diagonal), and on chain(5) a state feedback gain (a full matrix of partials)."""
-    d = random_tree(9, seed=5, types=JOINT_MIX + ("spherical", "planar"), forces=True).to_dict()
+    """On a serial chain the factored tail (M^-1 by mb_chain_minv, the products by mb_factored) gives what the dense
+    tail gives: a free base and every joint type (column groups of several DOFs), spring-dampers, joint forces, point
+    springs (partials off the diagonal), and on chain(5) a state feedback gain (a full matrix of partials)."""
+    d = random_tree(9, seed=5, types=JOINT_MIX + ("spherical", "planar"), floating=True, forces=True).to_dict()
     for k, j in enumerate(d["joints"]):                     # re-hang every body on the one before it
         j["parent"] = "ground" if k == 0 else d["joints"][k - 1]["child"]
     m = codegen.model_from_dict(d)
-    assert m.point_springs and m.springs and len({t.type for t in m.joints}) >= 5
+    assert m.point_springs and m.springs and m.joints[0].type == "free" and len({t.type for t in m.joints}) >= 5
     rng = np.random.default_rng(15)
     c5 = dsys(chain(5), ref_point="joint")
     for s, K in ((dsys(m, "recursive", ref_point="centroid"), None), (c5, rng.normal(size=(5, 10)))):
