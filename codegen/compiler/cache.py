@@ -118,6 +118,15 @@ def opt_flags() -> list:
     return ["-O1", "-fexpensive-optimizations"] if os.environ.get("MBGEN_OPT", "3") == "1" else ["-O3"]
 
 
+def lanes_enabled() -> bool:
+    """Whether recursive modules carry their lanes (templates/c/lanes.c.j2); part of the build key.
+
+    True unless MBGEN_LANES=0. The test suite sets it to 0 (tests/conftest.py): the lanes are about an eighth of a
+    recursive module's compile time, and only the tests of the lanes (which build with it on) call them. Without
+    lanes the batches run one state per pass (System.lanes is 1), with the same results as simd=False."""
+    return os.environ.get("MBGEN_LANES", "1") != "0"
+
+
 @lru_cache(maxsize=None)
 def native_flags() -> list:
     """The flag ``-march=native`` if the C compiler takes it.
@@ -185,6 +194,8 @@ def code_pattern(model, algorithm: str):
 def build_key(model, algorithm: str, options: dict, derivatives: bool = False) -> str:
     """The build key of a model's kernel module: a hash of everything the generated code depends on."""
     opt = {} if opt_flags() == ["-O3"] else {"opt": opt_flags()}       # (the default's keys as before)
+    if not lanes_enabled():
+        opt["lanes"] = False
     payload = json.dumps({"topology": model.topology_key(), "pattern": code_pattern(model, algorithm),
                           "names": names_key(model),
                           "algorithm": algorithm, "options": options, "derivatives": bool(derivatives),
@@ -295,7 +306,8 @@ def module_sources(fam, plan, options: dict, key: str, derivatives: bool = False
     The lanes (templates/c/lanes.c.j2: forward dynamics and RK4 over several states per pass) come with the
     recursive family for the models the C export carries."""
     from .export_c import lanes_source          # here: a cached build renders nothing (start-up time)
-    lanes = lanes_source(plan.model, plan, options["ref_point"]) if fam.name == "recursive" else None
+    lanes = lanes_source(plan.model, plan, options["ref_point"]) if fam.name == "recursive" and lanes_enabled() \
+        else None
     out = {"pyx": render(fam, plan, options, key, derivatives, lanes=lanes is not None)}
     if lanes is not None:
         out["c"] = lanes

@@ -67,7 +67,7 @@ def test_matches_the_python_module(tmp_path_factory, ref_point, algorithm):
     """Forward dynamics (with tau and time functions), RNEA, mass matrix, joint wrenches and an RK4 rollout with
     per-step tau equal the Cython module's to 1e-12; the shared library references no allocator."""
     m, prefix, folder, lib = exported(tmp_path_factory, ref_point, algorithm=algorithm)
-    s = get_system(m, algorithm, **({"ref_point": ref_point} if algorithm == "recursive" else {}))
+    s = get_system(m, algorithm, **({"ref_point": ref_point, "lanes": True} if algorithm == "recursive" else {}))
     kinds = {j.type for j in m.joints}
     assert kinds >= {"revolute", "prismatic", "spherical", "fixed"}
     rng = np.random.default_rng(17)
@@ -115,8 +115,8 @@ def test_derivatives_match_the_python_module(tmp_path_factory, ref_point, algori
     dtau/du, M) equal the module's forward/inverse_dynamics_derivatives to 1e-10 at random states and times: fixed and
     floating base (free and spherical joints: the tangent space), joint spring-dampers and time functions."""
     m, _, _, lib = exported(tmp_path_factory, ref_point, floating if tag else None, tag, algorithm)
-    s = get_system(m, "recursive", ref_point="joint") if tag else \
-        get_system(m, algorithm, **({"ref_point": ref_point} if algorithm == "recursive" else {}))
+    s = get_system(m, "recursive", lanes=True, ref_point="joint") if tag else \
+        get_system(m, algorithm, **({"ref_point": ref_point, "lanes": True} if algorithm == "recursive" else {}))
     rng = np.random.default_rng(23)
     for _ in range(2):
         q, u = random_state(m, rng)
@@ -140,7 +140,7 @@ def test_floating_base_at_the_centroid(tmp_path_factory, algorithm):
     tests/algorithms/recursive/test_recursive.py, and so do the families; the fixed-base tree is exported at the
     centroid above)."""
     m, _, _, lib = exported(tmp_path_factory, "centroid", floating, tag="_floating", algorithm=algorithm)
-    s = get_system(m, "recursive", ref_point="joint")
+    s = get_system(m, "recursive", lanes=True, ref_point="joint")
     rng = np.random.default_rng(5)
     for _ in range(2):
         q, u = random_state(m, rng)
@@ -159,7 +159,7 @@ def test_set_params_takes_the_numbers_of_update_model(tmp_path_factory):
     for b in m2.bodies:
         b.mass *= 1.7
     m2.gravity = m2.gravity * 0.5
-    s = get_system(m, "recursive", ref_point="origin")
+    s = get_system(m, "recursive", lanes=True, ref_point="origin")
     q, u = random_state(m, np.random.default_rng(2))
     a1 = lib.forward_dynamics(q, u)
     p2 = s.family.make_plan(m2).params()
@@ -183,7 +183,7 @@ def test_main_runs_from_the_makefile(tmp_path_factory):
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
     vals = dict(re.findall(r"^(\w+\[\d+\]) = (\S+)$", out.stdout, re.M))
-    s = get_system(m, "recursive", ref_point="centroid")
+    s = get_system(m, "recursive", lanes=True, ref_point="centroid")
     q0, u0 = m.initial_state()
     ud = np.array([float(vals[f"udot[{k}]"]) for k in range(m.nv)])
     assert rel_err(ud, s.forward_dynamics(q0, u0, None, 0.0)) < TOL
@@ -214,7 +214,7 @@ def test_casadi_external_functions(tmp_path_factory):
     so = str(folder / f"lib{prefix}.so")
     fd, idf, jw = (casadi.external(f"{prefix}_{f}", so) for f in ("fd", "id", "jw"))
     assert fd.n_in() == 3 and fd.n_out() == 1 and fd.name_in(2) == "tau" and fd.size1_in(0) == m.nq
-    s = get_system(m, "recursive", ref_point="joint")
+    s = get_system(m, "recursive", lanes=True, ref_point="joint")
     rng = np.random.default_rng(8)
     q, u = random_state(m, rng)
     tau, ud = rng.normal(size=m.nv), rng.normal(size=m.nv)

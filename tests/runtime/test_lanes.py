@@ -23,7 +23,7 @@ def states(s, B, seed):
 
 @pytest.fixture(scope="module", params=sorted(CASES))
 def lane_sys(request):
-    return get_system(CASES[request.param](), "recursive", ref_point=request.param)
+    return get_system(CASES[request.param](), "recursive", lanes=True, ref_point=request.param)
 
 
 def test_the_c_export_models_have_lanes(lane_sys):
@@ -88,7 +88,7 @@ def test_a_diverging_lane_stops_alone(lane_sys):
 
 def test_new_numbers_reach_the_lanes():
     """update_model's numbers (same topology) reach every lane before the next batch."""
-    s = get_system(chain(5), ref_point="joint")
+    s = get_system(chain(5), lanes=True, ref_point="joint")
     Q, U, _ = states(s, 4, 14)
     try:
         s.update_model(chain(5, m=2.5, L=0.7))
@@ -101,7 +101,7 @@ def test_new_numbers_reach_the_lanes():
 
 def test_what_the_lanes_lack_runs_one_state_per_pass():
     """A force hook and a state feedback law are not in the lanes: those batches run one state per pass."""
-    s = get_system(chain(3), ref_point="origin")
+    s = get_system(chain(3), lanes=True, ref_point="origin")
     Q, U, _ = states(s, 5, 15)
     K = np.random.default_rng(16).normal(0, 1, (s.nv, 2 * s.nv))
     for on, off in ((lambda: s.set_hook(lambda t, q, u: -0.5 * u), lambda: s.set_hook(None)),
@@ -123,7 +123,7 @@ def test_a_portable_build_has_two_lanes_and_libm_sin_cos():
             "rng = np.random.default_rng(1); Q, U = rng.normal(0, 1, (5, 3)), rng.normal(0, 1, (5, 3));"
             "ref = np.array([s.forward_dynamics(Q[b], U[b]) for b in range(5)]);"
             "print(s.lanes, np.max(np.abs(s.forward_dynamics_batch(Q, U, threads=1) - ref)) / np.max(np.abs(ref)))")
-    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, MBGEN_NATIVE="0"), capture_output=True,
+    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, MBGEN_NATIVE="0", MBGEN_LANES="1"), capture_output=True,
                          text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     lanes, err = out.stdout.split()

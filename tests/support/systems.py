@@ -1,4 +1,6 @@
 """One build cache for the whole run (generated/ or $MBGEN_CACHE_DIR) and memoised systems; repository paths."""
+import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -11,11 +13,32 @@ EXAMPLES = ROOT / "examples"
 _SYSTEMS = {}
 
 
-def get_system(model, algorithm="recursive", **options):
-    """Build (or reuse within this run) the kernels of a model; keyed by name, algorithm, options."""
-    key = (model.name, repr(model.topology_key()), algorithm, tuple(sorted(options.items())))
+@contextmanager
+def lanes_on():
+    """Builds inside carry the lanes of the recursive family (the suite builds without: tests/conftest.py)."""
+    old = os.environ.get("MBGEN_LANES")
+    os.environ["MBGEN_LANES"] = "1"
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["MBGEN_LANES"]
+        else:
+            os.environ["MBGEN_LANES"] = old
+
+
+def get_system(model, algorithm="recursive", lanes=False, **options):
+    """Build (or reuse within this run) the kernels of a model; keyed by name, algorithm, options.
+
+    lanes: with the lanes of the recursive family (templates/c/lanes.c.j2), which the suite's builds otherwise leave
+    out (MBGEN_LANES=0, tests/conftest.py)."""
+    key = (model.name, repr(model.topology_key()), algorithm, lanes, tuple(sorted(options.items())))
     if key not in _SYSTEMS:
-        _SYSTEMS[key] = codegen.build(model, algorithm, **options)
+        if lanes:
+            with lanes_on():
+                _SYSTEMS[key] = codegen.build(model, algorithm, **options)
+        else:
+            _SYSTEMS[key] = codegen.build(model, algorithm, **options)
     s = _SYSTEMS[key]
     s.update_model(model)          # same topology, possibly other numbers
     return s
