@@ -421,8 +421,9 @@ DERIV_BODY = (("A", 9), ("p", 3), ("Y", 10), ("v", 6), ("a", 6), ("Yc", 10), ("B
 DERIV_DOF = (("S", 6), ("dVq", 6), ("dAq", 6), ("dAv", 6), ("dFq", 6), ("dFv", 6), ("dFa", 6), ("BtS", 6), ("U", 6),
              ("UD", 6))
 DERIV_KB = 32           # right-hand sides per block of the articulated solve M^-1 [dtau/dq, dtau/du, I]
-DERIV_DENSE_MAX = 112   # up to this many velocities the dense tail (Cholesky, register tiles) beats the solve (chains)
-DERIV_FACTORED_MIN = 50 # serial chains from this many velocities: the factored tail (~75 nv^2) beats the dense (2.5 nv^3)
+DERIV_DENSE_MAX = 112   # trees: up to this many velocities the dense tail (Cholesky, register tiles) beats the solve
+DERIV_FACTORED_MIN = 26 # serial chains from this many velocities, of any size: the factored tail (~75 nv^2) beats the
+                        # dense tail (2.5 nv^3) and the solve (0.93 / 0.33 of their time at 30 / 150 velocities)
 
 
 def ancestor_runs(parent, iv, nvj, nv: int) -> dict:
