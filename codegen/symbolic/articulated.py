@@ -98,6 +98,7 @@ class Kernel:
     lets: List[Tuple[sp.Symbol, sp.Basic]] = field(default_factory=list)
     outs: List[Tuple[str, int, str, sp.Basic]] = field(default_factory=list)   # (array, index, op, expr)
     optimizations: object = "basic"                 # sympy.cse: "basic" (factor terms first) or None (faster)
+    tree_sums: bool = False                         # outputs' long sums as balanced trees (shorter dependency chains)
     _numeric: object = field(default=None, repr=False, compare=False)
 
     # ----------------------------------------------------------------- building
@@ -214,8 +215,26 @@ def kernel_lines(k: Kernel) -> List[str]:
             e = sp.Symbol(f"o{n}")
         if op != "=" and e.could_extract_minus_sign():
             op, e = {"+=": "-=", "-=": "+="}[op], -e
-        final.append(f"{a}[{i}] {op} {p.doprint(e)}")
+        final.append(f"{a}[{i}] {op} {_tree_sum(p, e) if k.tree_sums else p.doprint(e)}")
     return lines + final
+
+
+def _tree_sum(p, e) -> str:
+    """A sum of more than three terms printed as a balanced tree, ((a + b) + (c + d)) + ..., so that the compiler (which
+    keeps the written order of floating-point sums) evaluates it in log2 depth, not as one chain of multiply-adds."""
+    terms = sp.Add.make_args(e)
+    if len(terms) <= 3:
+        return p.doprint(e)
+
+    def tree(ts):
+        if len(ts) == 1:
+            return p.doprint(ts[0])
+        h = len(ts) // 2
+        right = ts[h:]
+        if len(right) == 1 and right[0].could_extract_minus_sign():
+            return f"({tree(ts[:h])} - {p.doprint(-right[0])})"
+        return f"({tree(ts[:h])} + {tree(right)})"
+    return tree(list(terms))
 
 
 # ---------------------------------------------------------------------------------------------- kernels

@@ -99,7 +99,7 @@ def inertia_apply(Y, x: sp.Matrix) -> sp.Matrix:
 
 # ---------------------------------------------------------------------------------------------- kernels
 def _Kr(name, equation, doc, args) -> Kernel:
-    return Kernel(name, equation, doc, args, optimizations=None)
+    return Kernel(name, equation, doc, args, optimizations=None, tree_sums=True)
 
 
 def dworld() -> Kernel:
