@@ -422,8 +422,8 @@ DERIV_DOF = (("S", 6), ("dVq", 6), ("dAq", 6), ("dAv", 6), ("dFq", 6), ("dFv", 6
              ("UD", 6))
 DERIV_KB = 32           # right-hand sides per block of the articulated solve M^-1 [dtau/dq, dtau/du, I]
 DERIV_DENSE_MAX = 112   # trees: up to this many velocities the dense tail (Cholesky, register tiles) beats the solve
-DERIV_FACTORED_MIN = 26 # serial chains from this many velocities, of any size: the factored tail (~75 nv^2) beats the
-                        # dense tail (2.5 nv^3) and the solve (0.93 / 0.33 of their time at 30 / 150 velocities)
+DERIV_FACTORED_MIN = 22 # serial chains from this many velocities, of any size: the factored tail (~75 nv^2) beats the
+                        # dense tail (2.5 nv^3: 1.03 of its time at 20 velocities, 0.92 at 24) and the solve (0.33 at 150)
 
 
 def ancestor_runs(parent, iv, nvj, nv: int) -> dict:

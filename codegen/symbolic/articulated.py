@@ -220,8 +220,10 @@ def kernel_lines(k: Kernel) -> List[str]:
 
 
 def _tree_sum(p, e) -> str:
-    """A sum of more than three terms printed as a balanced tree, ((a + b) + (c + d)) + ..., so that the compiler (which
-    keeps the written order of floating-point sums) evaluates it in log2 depth, not as one chain of multiply-adds."""
+    """A sum of more than three terms printed as a balanced tree, ((a + b) + (c + d)) + ....
+
+    The compiler keeps the written order of floating-point sums: a tree is evaluated in log2 depth, a flat sum as one
+    chain of multiply-adds."""
     terms = sp.Add.make_args(e)
     if len(terms) <= 3:
         return p.doprint(e)
