@@ -200,6 +200,23 @@ def planar_loop_dict(seed, n_links=4, cut_type="revolute", n_prismatic=0, to_gro
     raise RuntimeError(f"no regular planar loop after {max_tries} tries (seed {seed}, {cut_type})")
 
 
+def merge_loop_dicts(parts, name: str) -> dict:
+    """One model of several independent loop models (each hangs from ground; names prefixed p0_, p1_, ...): one build
+    for all of them. Gravity and everything else of the first part."""
+    out = dict(parts[0], name=name, bodies=[], joints=[], loops=[], forces=[])
+
+    def ren(p, n):
+        return n if n == "ground" else f"p{p}_{n}"
+    for p, d in enumerate(parts):
+        out["bodies"] += [dict(b, name=ren(p, b["name"])) for b in d["bodies"]]
+        out["joints"] += [dict(j, name=ren(p, j["name"]), parent=ren(p, j["parent"]), child=ren(p, j["child"]))
+                          for j in d["joints"]]
+        out["loops"] += [dict(c, name=ren(p, c["name"]), parent=ren(p, c["parent"]), child=ren(p, c["child"]))
+                         for c in d.get("loops", [])]
+        assert not d.get("forces"), "merge_loop_dicts: parts with forces"
+    return out
+
+
 # ---------------------------------------------------------------- spatial loops
 
 TREE_TYPES = ("revolute", "prismatic", "universal", "spherical", "cylindrical")
