@@ -23,6 +23,19 @@ def test_key_depends_on_topology_and_options_not_numbers():
     assert build_key(a, "recursive", o) != build_key(a, "dense", resolve_options("dense"))
 
 
+def test_lanes_switch_is_in_the_key_and_test_builds_have_no_lanes(monkeypatch):
+    """MBGEN_LANES=0 (the suite's setting, tests/conftest.py) builds recursive modules without their lanes, under
+    another key: such a module runs its batches one state per pass (System.lanes 1)."""
+    assert os.environ["MBGEN_LANES"] == "0"
+    assert get_system(codegen.models.chain(5), ref_point="joint").lanes == 1       # (built by other tests too)
+    a, o = codegen.models.chain(4), resolve_options("recursive", ref_point="origin")
+    k0 = build_key(a, "recursive", o)
+    monkeypatch.setenv("MBGEN_LANES", "1")
+    assert build_key(a, "recursive", o) != k0
+    monkeypatch.delenv("MBGEN_LANES")                        # the default: with lanes
+    assert build_key(a, "recursive", o) != k0
+
+
 def test_key_names_the_processor_the_kernels_are_tuned_for():
     """Kernels are compiled with -march=native: the processor is in the key, so a cache shared by machines of
     different kinds never loads code for another one; MBGEN_NATIVE=0 gives a portable build (another key)."""
