@@ -468,6 +468,7 @@ def derivative_vars(plan: Plan) -> dict:
     return dict(dbody_layout=dbody, ddof_layout=ddof, dw_body=nbody, dw_dof=ndof, dge=dge, dkb=DERIV_KB,
                 **ancestor_runs(plan.parent, plan.iv, [JOINT_TYPES[t].nv for t in plan.types], plan.nv),
                 dense_max=DERIV_DENSE_MAX, factored_min=DERIV_FACTORED_MIN, quatv=quatv,
+                dstride=(plan.nv + 7) // 8 * 8,         # the factored tail's rows: whole vectors of eight
                 serial=all(i == j - 1 for j, i in enumerate(plan.parent)),
                 nvj=[JOINT_TYPES[t].nv for t in plan.types], dkern=derivative_kernels())
 

@@ -1,7 +1,6 @@
 """One build cache for the whole run (generated/ or $MBGEN_CACHE_DIR) and memoised systems; repository paths."""
-import os
-from contextlib import contextmanager
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 
@@ -13,20 +12,6 @@ EXAMPLES = ROOT / "examples"
 _SYSTEMS = {}
 
 
-@contextmanager
-def lanes_on():
-    """Builds inside carry the lanes of the recursive family (the suite builds without: tests/conftest.py)."""
-    old = os.environ.get("MBGEN_LANES")
-    os.environ["MBGEN_LANES"] = "1"
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ["MBGEN_LANES"]
-        else:
-            os.environ["MBGEN_LANES"] = old
-
-
 def get_system(model, algorithm="recursive", lanes=False, **options):
     """Build (or reuse within this run) the kernels of a model; keyed by name, algorithm, options.
 
@@ -34,10 +19,7 @@ def get_system(model, algorithm="recursive", lanes=False, **options):
     out (MBGEN_LANES=0, tests/conftest.py)."""
     key = (model.name, repr(model.topology_key()), algorithm, lanes, tuple(sorted(options.items())))
     if key not in _SYSTEMS:
-        if lanes:
-            with lanes_on():
-                _SYSTEMS[key] = codegen.build(model, algorithm, **options)
-        else:
+        with mock.patch.dict("os.environ", {"MBGEN_LANES": "1"} if lanes else {}):
             _SYSTEMS[key] = codegen.build(model, algorithm, **options)
     s = _SYSTEMS[key]
     s.update_model(model)          # same topology, possibly other numbers
