@@ -52,11 +52,11 @@ def test_key_names_the_processor_the_kernels_are_tuned_for():
     assert out["1"][2].strip() in ("['-march=native']", "[]")      # [] only for a compiler that refuses it
 
 
-def test_test_builds_at_O1_agree_with_O3(monkeypatch):
-    """The suite compiles at -O1 with fused multiply-adds (MBGEN_OPT=1, set by conftest), users' kernels at -O3:
-    the same model gives two keys and the same numbers to round-off (forces, springs, every joint type)."""
+def test_test_builds_at_Og_agree_with_O3(monkeypatch):
+    """The suite compiles at -Og (MBGEN_OPT=g, set by conftest), users' kernels at -O3: the same model gives two keys
+    and the same numbers to round-off (forces, springs, every joint type); a level gcc does not have is refused."""
     from codegen.compiler import cache
-    assert cache.opt_flags() == ["-O1", "-fexpensive-optimizations"]
+    assert cache.opt_flags() == ["-Og"]
     m = codegen.models.random_tree(6, seed=4, floating=True, forces=True)
     fast = get_system(m, ref_point="origin")
     monkeypatch.setenv("MBGEN_OPT", "3")
@@ -71,6 +71,9 @@ def test_test_builds_at_O1_agree_with_O3(monkeypatch):
         assert np.abs(fast.forward_dynamics(q, u, tau) - a).max() <= 1e-12 * np.abs(a).max()
         t = full.inverse_dynamics(q, u, a)
         assert np.abs(fast.inverse_dynamics(q, u, a) - t).max() <= 1e-12 * np.abs(t).max()
+    monkeypatch.setenv("MBGEN_OPT", "4")
+    with pytest.raises(ValueError, match=r"MBGEN_OPT must be one of 0, 1, 2, 3, g, s .*'4'"):
+        cache.opt_flags()
 
 
 def test_cache_hit_reuses_module():
