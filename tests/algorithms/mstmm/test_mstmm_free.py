@@ -80,10 +80,13 @@ def test_free_joint_wrench_is_its_joint_force(mixed):
 
 
 def test_generated_code_for_free_joints(mixed):
-    """The free joint's hinge zeroes S (no S - W G), its parents read only its e (mst_input_free)."""
+    """The free joint's hinge leaves S' = O as the workspace's calloc made it (no S - W G, no stores), its parents
+    read only its e (mst_input_free); the ball's hinge stores only the S_qa block of S'."""
     src = generated_source(mixed, "mstmm")
     hinge = src.split("cdef inline void mst_hinge_free(")[1].split("cdef inline void mst_hinge_")[0]
-    assert "memset(Sh, 0, 36 * sizeof(double))" in hinge and "s -= W" not in hinge
+    assert "Sh[" not in hinge and "memset(Sh" not in hinge and "s -= W" not in hinge
+    ball = src.split("cdef inline void mst_hinge_spherical(")[1].split("cdef inline void mst_")[0]
+    assert "memset(Sh" not in ball and ball.count("Sh[6 * (3 + ") == 5     # S_qa = S - W G, then symmetrised
     assert "self.mst_input_free(10, 11, S, e)" in src and "self.mst_input_free(10, 12, S, e)" in src
     sweep = src.split("cdef void fd(")[1].split("cdef inline void mst_internal")[0]
     assert "self.mst_hinge_free(" in sweep and "self.mst_back_free(j, ud)" in sweep
