@@ -207,7 +207,8 @@ def code_pattern(model, algorithm: str):
 
 def build_key(model, algorithm: str, options: dict, derivatives: bool = False) -> str:
     """The build key of a model's kernel module: a hash of everything the generated code depends on."""
-    opt = {} if opt_flags() == ["-O3"] else {"opt": opt_flags()}       # (the default's keys as before)
+    flags = opt_flags()
+    opt = {} if flags == ["-O3"] else {"opt": flags}                   # (the default's keys as before)
     if not lanes_enabled():
         opt["lanes"] = False
     payload = json.dumps({"topology": model.topology_key(), "pattern": code_pattern(model, algorithm),
