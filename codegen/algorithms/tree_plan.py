@@ -392,11 +392,12 @@ class Plan:
         return rows
 
 
-def template_vars(plan: Plan, work_size: int) -> dict:
+def template_vars(plan: Plan, work_size: int, lean: frozenset = frozenset()) -> dict:
     """Variables of templates/shared/base.pyx.j2 (the rigid-tree kernels).
 
-    Joint helpers and the per-pattern
-    body kernels from sympy."""
+    Joint helpers and the per-pattern body kernels from sympy; the world kinematics of the joint types in lean
+    write no joint columns, product terms or relative velocities (Hw, cw6, rel: the family derives them,
+    codegen.symbolic.body_kernels.body_axes_ball)."""
     from ..symbolic.body_kernels import body_kernels
     from ..symbolic.joints import jcalc_code
     pats = plan.patterns()
@@ -404,7 +405,7 @@ def template_vars(plan: Plan, work_size: int) -> dict:
     ksegments, kind_code = runs(pats)
     return dict(ksegments=ksegments, kind_code=kind_code, jt_code=plan.jt_code,
                 joint_kinds=sorted(dict(ck for s in plan.segments for ck in s.kinds).items()),
-                body=body_kernels(kinds),
+                body=body_kernels(kinds, lean=frozenset(lean)), kin_lean=frozenset(lean),
                 point_forces=any(f.kind == "point" for f in plan.forces), loops=False, nb=plan.nb, nq=plan.nq, nv=plan.nv, np=plan.np,
                 npb=NP_BODY, body_params=BODY_PARAMS, p_bodies=P_BODIES, roadmap=plan.roadmap(),
                 parm=plan.arm_off, actuators=plan.actuators, npa=NPA, nu=len(plan.actuators), na=plan.na,

@@ -62,16 +62,20 @@ def _lets_mat(k: Kernel, name: str, M: sp.Matrix) -> sp.Matrix:
     return out
 
 
-def kin_kernel(p: Pattern) -> Kernel:
-    """The kinematics kernel of a body pattern."""
+def kin_kernel(p: Pattern, columns: bool = True) -> Kernel:
+    """The kinematics kernel of a body pattern; without columns, it writes no joint columns H, product terms
+    cw or relative velocities rel (for a family that derives them from A and w: ``body_axes_ball``)."""
     jm = joint_model(p.type)
     args = [] if p.root else [Arg("Ai", 9, "in"), Arg("ri", 3, "in"), Arg("wi", 3, "in"), Arg("vri", 3, "in")]
     args += [Arg("q", max(jm.nq, 1), "in"), Arg("u", max(jm.nv, 1), "in"), Arg("pb", PB.rho.end, "in"),
              Arg("A", 9, "out"), Arg("r", 3, "out"), Arg("rc", 3, "out"), Arg("w", 3, "out"), Arg("vr", 3, "out"),
-             Arg("vc", 3, "out"), Arg("H", 6 * max(jm.nv, 1), "out"), Arg("cw", 6, "out"), Arg("rel", 6, "out")]
+             Arg("vc", 3, "out")]
+    if columns:
+        args += [Arg("H", 6 * max(jm.nv, 1), "out"), Arg("cw", 6, "out"), Arg("rel", 6, "out")]
     k = _K(f"kin_{p.name}", "[KY eqs 9-21, 27]",
                f"World kinematics of a {p.type} body ({'ground' if p.root else 'body'} parent, "
-               f"C_j {'= I' if p.ident else 'general'}, s_j components {p.name.split('_')[-1][2:]}).", tuple(args))
+               f"C_j {'= I' if p.ident else 'general'}, s_j components {p.name.split('_')[-1][2:]})"
+               + ("." if columns else ": A, r, rc, w, vr, vc only."), tuple(args))
     Z = sp.zeros(3, 1)
     Ai = sp.eye(3) if p.root else sp.Matrix(3, 3, list(arr("Ai", 9)))
     ri, wi, vri = (Z, Z, Z) if p.root else (arr("ri", 3), arr("wi", 3), arr("vri", 3))
@@ -93,6 +97,8 @@ def kin_kernel(p: Pattern) -> Kernel:
     k.out("w", list(w))
     k.out("vr", list(vr))
     k.out("vc", list(vr + w.cross(rho)))                                 # [KY eq 21]
+    if not columns:
+        return k
     if jm.nv:
         k.out("H", [H[a, c] for c in range(jm.nv) for a in range(6)])   # 6 x n, column major
     k.out("cw", list(Ap * jm.c_v) + list(Ap * jm.c_w))
@@ -190,12 +196,23 @@ def pose_kernel(p: Pattern) -> Kernel:
     return k
 
 
+def body_axes_ball(jtype: str) -> bool:
+    """Whether a joint type is a ball with its rates in the child's axes: S_v = 0, S_w = R(q), c_v = c_w = 0.
+    Then its world joint columns are H = [0; A_j] (A_j = A_i C_j R [KY eqs 9, 15]), its product terms vanish
+    [KY eq 27] and its relative angular velocity is w_j - w_i [KY eq 19]: a family can read A and w instead."""
+    jm = joint_model(jtype)
+    return (jm.nv == 3 and jm.S_v.is_zero_matrix and (jm.S_w - jm.R).is_zero_matrix
+            and jm.c_v.is_zero_matrix and jm.c_w.is_zero_matrix)
+
+
 @lru_cache(maxsize=None)
-def body_kernels(patterns: Tuple[Pattern, ...], which: Tuple[str, ...] = ("kin", "rnea", "rnea_back", "pose")
-                 ) -> Tuple[KernelCode, ...]:
-    """The kernels for the patterns in use, printed (derived once per process)."""
+def body_kernels(patterns: Tuple[Pattern, ...], which: Tuple[str, ...] = ("kin", "rnea", "rnea_back", "pose"),
+                 lean: frozenset = frozenset()) -> Tuple[KernelCode, ...]:
+    """The kernels for the patterns in use, printed (derived once per process); the kin kernels of the joint
+    types in lean without joint columns (kin_kernel)."""
     makers = {"kin": kin_kernel, "rnea": rnea_kernel, "rnea_back": rnea_back_kernel, "pose": pose_kernel}
-    return tuple(_code(w, p, makers[w]) for p in patterns for w in which)
+    return tuple(_code(w, p, (lambda p: kin_kernel(p, False)) if w == "kin" and p.type in lean else makers[w])
+                 for p in patterns for w in which)
 
 
 @lru_cache(maxsize=None)

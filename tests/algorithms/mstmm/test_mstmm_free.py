@@ -9,6 +9,7 @@ import codegen
 from codegen.algorithms.mstmm.spatial import riccati_tree
 from codegen.compiler import generated_source
 from codegen.models import JOINT_MIX, random_state, random_tree
+from codegen.symbolic.body_kernels import body_axes_ball
 from support.systems import EXAMPLES, get_system, rel_err
 
 TOL = 1e-10          # accelerations
@@ -90,6 +91,24 @@ def test_generated_code_for_free_joints(mixed):
     assert "self.mst_input_free(10, 11, S, e)" in src and "self.mst_input_free(10, 12, S, e)" in src
     sweep = src.split("cdef void fd(")[1].split("cdef inline void mst_internal")[0]
     assert "self.mst_hinge_free(" in sweep and "self.mst_back_free(j, ud)" in sweep
+
+
+def test_ball_hinges_read_A_and_omega(mixed):
+    """A ball (rates in body axes) has H = [0; A_j], no product terms and omega_rel = Omega_j - Omega_i: its hinge
+    reads A and Omega, and the kinematics pass writes no Hw, cw6 or rel for it (the other joint types do).  The
+    physics of the shortcut is checked against dense by the tests of this file and test_mstmm_kernel."""
+    assert body_axes_ball("spherical")
+    assert not any(body_axes_ball(t) for t in ("revolute", "free", "universal", "planar", "fixed"))
+    src = generated_source(mixed, "mstmm")
+    kin = src.split("cdef void kin(")[1].split("cdef void poses(")[0]
+    calls = {c.split("(")[0]: c for c in kin.replace("\n", " ").split("self.kin_")[1:]}
+    assert calls and all(("self.Hw" in c) == (not k.startswith("spherical_")) for k, c in calls.items())
+    ball = src.split("cdef inline void kin_spherical_")[1].split("cdef inline void ")[0]
+    assert "H[" not in ball and "rel[" not in ball and "cw[" not in ball
+    for fn in ("mst_hinge_spherical", "mst_back_spherical", "mst_bias_spherical"):
+        body = src.split(f"cdef inline void {fn}(")[1].split("cdef inline void ")[0].split("cdef void ")[0]
+        assert "self.Hw" not in body and "self.rel" not in body and "self.cw6" not in body, fn
+    assert "self.Hw + 36 * j" in src.split("cdef inline void mst_hinge_revolute(")[1]
 
 
 def test_floating_revolute_ball_tree_with_force_elements():
