@@ -89,6 +89,8 @@ def hinge_kind(jtype: str) -> Dict:
     from ...symbolic.joints import joint_model
     jm = joint_model(jtype)
     kind = "rigid" if jm.nv == 0 else INPUT_KIND.get(jtype, "gen")
+    if (kind == "ball") != body_axes_ball(jtype):       # the template's ball hinge reads A_j as its columns
+        raise RuntimeError(f"joint type {jtype}: a ball hinge must have its rates in body axes")
     return {"nv": jm.nv, "lin": not jm.S_v.is_zero_matrix, "ang": not jm.S_w.is_zero_matrix, "kind": kind,
             "from_A": body_axes_ball(jtype)}
 

@@ -87,7 +87,7 @@ def test_generated_code_for_free_joints(mixed):
     hinge = src.split("cdef inline void mst_hinge_free(")[1].split("cdef inline void mst_hinge_")[0]
     assert "Sh[" not in hinge and "memset(Sh" not in hinge and "s -= W" not in hinge
     ball = src.split("cdef inline void mst_hinge_spherical(")[1].split("cdef inline void mst_")[0]
-    assert "memset(Sh" not in ball and ball.count("Sh[6 * (3 + ") == 5     # S_qa = S - W G, then symmetrised
+    assert "memset(Sh" not in ball and ball.count("Sh[6 * (3 + ") == 2     # S_qa = S - W G: its lower half, mirrored
     assert "self.mst_input_free(10, 11, S, e)" in src and "self.mst_input_free(10, 12, S, e)" in src
     sweep = src.split("cdef void fd(")[1].split("cdef inline void mst_internal")[0]
     assert "self.mst_hinge_free(" in sweep and "self.mst_back_free(j, ud)" in sweep
