@@ -12,8 +12,9 @@ Per model and solver:
   * forward dynamics per call, timed inside compiled code (System.kernel.time_forward_dynamics) for
     mstmm and recursive; pin.aba and mujoco.mj_forward through Python (their own compiled code, one
     Python call each; the Python overhead is about 1-2 us per call);
-  * RK4 per step from the model's initial state: System.simulate (the whole loop in compiled code) for
-    mstmm and recursive, mujoco.mj_step with integrator RK4 (nstep steps in one call) for MuJoCo;
+  * RK4 per step (h = 1e-3) from the model's initial state: System.simulate (the whole loop in compiled code)
+    for mstmm and recursive, with a sample after every step and after every 10th (output every 10 ms), the
+    median of --repeats runs; mujoco.mj_step with integrator RK4 (nstep steps in one call) for MuJoCo;
   * agreement at the benchmark state: max |udot - udot_mstmm| / max |udot_mstmm| of every peer, and for
     M5 up to --verify-max-nb bodies the error of mstmm and recursive against the 30-digit mpmath
     reference codegen.mstmm_ref.aba_reference;
@@ -147,17 +148,22 @@ def run_model(model, label, args, verify_ref: bool):
     # forward dynamics, compiled loops
     fd = {alg: per_call(lambda r, s=s: s.kernel.time_forward_dynamics(q, u, r), args.batch_time, args.repeats)
           for alg, s in systems.items()}
-    # RK4: a whole simulation in compiled code from the model's initial state (released from rest, as in
-    # the seed; the perturbed benchmark state spins the long M5 chains up until RK4 at 1e-3 s diverges),
-    # wall time per step
-    rk4 = {}
-    for alg, s in systems.items():
-        steps = int(max(2, min(2000, args.rk4_time / (4 * fd[alg]))))
-        res = s.simulate(steps * 1e-3, 1e-3, "rk4")
-        if not np.all(np.isfinite(res.q[-1])):
-            raise RuntimeError(f"{label}: {alg} RK4 run produced non-finite states")
-        rk4[alg] = res.meta["wall_time_s"] / res.meta["steps"]
-    row["fd_s"], row["rk4_step_s"] = fd, rk4
+    # RK4 at h = 1e-3: whole simulations in compiled code from the model's initial state (released from rest,
+    # as in the seed; the perturbed benchmark state spins the long M5 chains up until RK4 at 1e-3 s diverges),
+    # wall time per step, the median of --repeats runs interleaved between the solvers: with a sample (body
+    # poses, energies) after every step, and after every 10th step (output every 10 ms, substeps=10)
+    runs = {alg: ([], []) for alg in systems}
+    for _ in range(args.repeats):
+        for alg, s in systems.items():
+            steps = int(max(10, min(2000, args.rk4_time / (4 * fd[alg]))))
+            for res, acc in ((s.simulate(steps * 1e-3, 1e-3, "rk4"), runs[alg][0]),
+                             (s.simulate(steps // 10 * 1e-2, 1e-2, "rk4", substeps=10), runs[alg][1])):
+                if not np.all(np.isfinite(res.q[-1])):
+                    raise RuntimeError(f"{label}: {alg} RK4 run produced non-finite states")
+                acc.append(res.meta["wall_time_s"] / res.meta["steps"])         # steps of h = 1e-3
+    row["fd_s"] = fd
+    row["rk4_step_s"] = {alg: float(np.median(r[0])) for alg, r in runs.items()}
+    row["rk4_step_out10_s"] = {alg: float(np.median(r[1])) for alg, r in runs.items()}
     # pinocchio
     need = PIN_BYTES_PER_N3 * model.nv ** 3
     if args.no_pin:
@@ -236,14 +242,16 @@ def tables(out):
             continue
         L += [f"### {title}", "",
               "| model | bodies | DOF | fd mstmm [us] | fd recursive [us] | mstmm/rec | pin.aba [us] | mj_forward [us] "
-              "| RK4 step mstmm [us] | RK4 step recursive [us] | mj_step RK4 [us] |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+              "| RK4 step mstmm [us] | RK4 step recursive [us] | mj_step RK4 [us] "
+              "| RK4 step, output every 10th: mstmm [us] | recursive [us] |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in rows:
             L.append(f"| {r['model']} | {r['bodies']} | {r['dof']} | {us(r['fd_s']['mstmm'])} | "
                      f"{us(r['fd_s']['recursive'])} | {r['fd_s']['mstmm'] / r['fd_s']['recursive']:.2f} | "
                      f"{peer_cell(r['pin'], 'fd_s')} | {peer_cell(r['mujoco'], 'fd_s')} | "
                      f"{us(r['rk4_step_s']['mstmm'])} | {us(r['rk4_step_s']['recursive'])} | "
-                     f"{peer_cell(r['mujoco'], 'rk4_step_s')} |")
+                     f"{peer_cell(r['mujoco'], 'rk4_step_s')} | "
+                     f"{us(r['rk4_step_out10_s']['mstmm'])} | {us(r['rk4_step_out10_s']['recursive'])} |")
         L += ["", "Agreement at the benchmark state (max |udot - udot_mstmm| / max |udot_mstmm|; error against the "
               "30-digit reference where computed):", "",
               "| model | recursive vs mstmm | pin vs mstmm | MuJoCo vs mstmm | error: mstmm | recursive | pin.aba | MuJoCo |",
