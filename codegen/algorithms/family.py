@@ -37,6 +37,8 @@ class Family:
     couplings: bool = False          # takes couplings (the model's `couplings:` section: joint-space rows)
     armature: Tuple[str, ...] = ()   # joint types whose armature (rotor inertia) it models
     runtime: str = "tree"            # its run-time class (codegen.runtime.families.RUNTIMES)
+    cflags: Tuple[str, ...] = ()     # C compiler flags of its modules beyond the build's own (each dropped if the
+                                     # compiler refuses it: codegen.compiler.cache.accepted_flags)
 
     def resolve_options(self, **options) -> dict:
         """The family's options with their defaults filled in; BuildError for an unknown option or value."""

@@ -219,8 +219,15 @@ def build_key(model, algorithm: str, options: dict, derivatives: bool = False) -
     return hashlib.sha256(payload.encode()).hexdigest()[:20]
 
 
-def _compile(pyx: Path, build_dir: Path, modname: str, quiet: bool, extra=()) -> Path:
-    """Cythonize and compile one .pyx (and the C files `extra`) inside build_dir; returns the extension path."""
+@lru_cache(maxsize=None)
+def accepted_flags(flags: tuple) -> list:
+    """Those of the C compiler flags `flags` that the compiler takes (each probed once per process)."""
+    return [f for f in flags if _cc_accepts([f])]
+
+
+def _compile(pyx: Path, build_dir: Path, modname: str, quiet: bool, extra=(), cflags=()) -> Path:
+    """Cythonize and compile one .pyx (and the C files `extra`) inside build_dir, with the extra C flags `cflags`;
+    returns the extension path."""
     from Cython.Build import cythonize
     from setuptools import Distribution, Extension
     from setuptools.command.build_ext import build_ext
@@ -231,7 +238,7 @@ def _compile(pyx: Path, build_dir: Path, modname: str, quiet: bool, extra=()) ->
     ext = Extension(modname, [str(pyx), *map(str, extra)], include_dirs=[numpy.get_include()],
                     define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"), *vm_macros],
                     # -g0: no debug information (Python's own CFLAGS carry -g): a third less compile time
-                    extra_compile_args=opt_flags() + ["-g0", "-fno-math-errno", "-w"] + native_flags() + omp,
+                    extra_compile_args=opt_flags() + ["-g0", "-fno-math-errno", "-w"] + native_flags() + omp + list(cflags),
                     libraries=list(vm_libs), extra_link_args=omp)
     with _captured(quiet):           # Cython prints its own traceback of a failure (a full disk): kept, not shown
         exts = cythonize([ext], quiet=True, language_level=3,
@@ -316,14 +323,16 @@ def resolve_options(algorithm: str, **options) -> dict:
 
 
 def module_sources(fam, plan, options: dict, key: str, derivatives: bool = False) -> dict:
-    """The sources of one model's module: {"pyx": the Cython source, "c": its lanes, when it has them}.
+    """The sources of one model's module: {"pyx": the Cython source, "c": its lanes, when it has them, "cflags": the
+    family's own C flags that the compiler takes}.
 
     The lanes (templates/c/lanes.c.j2: forward dynamics and RK4 over several states per pass) come with the
     recursive family for the models the C export carries."""
     from .export_c import lanes_source          # here: a cached build renders nothing (start-up time)
     lanes = lanes_source(plan.model, plan, options["ref_point"]) if fam.name == "recursive" and lanes_enabled() \
         else None
-    out = {"pyx": render(fam, plan, options, key, derivatives, lanes=lanes is not None)}
+    out = {"pyx": render(fam, plan, options, key, derivatives, lanes=lanes is not None),
+           "cflags": accepted_flags(fam.cflags)}
     if lanes is not None:
         out["c"] = lanes
     return out
@@ -519,7 +528,7 @@ def _build_into(source, modname, target, info, label, progress, meta):
             bar.set_postfix_str("cython + cc")
             t1 = time.perf_counter()
             try:
-                built = _compile(pyx, tmp, modname, quiet=True, extra=extra)
+                built = _compile(pyx, tmp, modname, quiet=True, extra=extra, cflags=text.get("cflags", ()))
             except Exception as e:
                 code = disk_error(e)
                 if code is not None:          # no room for the build: its folder goes, the caller names the cache

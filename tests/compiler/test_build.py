@@ -76,6 +76,24 @@ def test_test_builds_at_Og_agree_with_O3(monkeypatch):
         cache.opt_flags()
 
 
+def test_family_cflags_reach_the_compiler_if_it_takes_them(monkeypatch, tmp_path):
+    """A family's own C flags (mstmm: gcc's inliner limits) go into its modules' compile; a flag the compiler refuses
+    is dropped, not an error; the other families add none."""
+    from codegen.algorithms import family
+    from codegen.compiler import cache
+    flags = family("mstmm").cflags
+    assert flags and all(f.startswith("--param=") for f in flags)
+    assert cache.accepted_flags(flags + ("-fno-such-flag-xyz",)) == list(flags)
+    assert family("recursive").cflags == ()
+    seen = []
+    monkeypatch.setattr(cache, "_compile", lambda *a, cflags=(), **k: seen.append(list(cflags)) or 1 / 0)
+    m = codegen.models.chain(3)
+    for alg in ("mstmm", "recursive"):
+        with pytest.raises(Exception):
+            codegen.build(m, alg, cache_dir=str(tmp_path / alg))
+    assert seen == [list(flags), []]
+
+
 def test_cache_hit_reuses_module():
     m = codegen.load_model("examples/balance_pendulum.yaml")
     first = get_system(m, ref_point="centroid")
