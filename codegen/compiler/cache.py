@@ -226,8 +226,9 @@ def accepted_flags(flags: tuple) -> list:
 
 
 def _compile(pyx: Path, build_dir: Path, modname: str, quiet: bool, extra=(), cflags=()) -> Path:
-    """Cythonize and compile one .pyx (and the C files `extra`) inside build_dir, with the extra C flags `cflags`;
-    returns the extension path."""
+    """Cythonize and compile one .pyx (and the C files `extra`) inside build_dir; returns the extension path.
+
+    cflags: C compiler flags beyond the build's own (the family's, codegen.algorithms.family.Family.cflags)."""
     from Cython.Build import cythonize
     from setuptools import Distribution, Extension
     from setuptools.command.build_ext import build_ext
@@ -323,8 +324,10 @@ def resolve_options(algorithm: str, **options) -> dict:
 
 
 def module_sources(fam, plan, options: dict, key: str, derivatives: bool = False) -> dict:
-    """The sources of one model's module: {"pyx": the Cython source, "c": its lanes, when it has them, "cflags": the
-    family's own C flags that the compiler takes}.
+    """The sources of one model's module: the Cython source, its lanes, its family's C flags.
+
+    {"pyx": the Cython source, "c": its lanes, when it has them, "cflags": the family's own C flags that the
+    compiler takes}.
 
     The lanes (templates/c/lanes.c.j2: forward dynamics and RK4 over several states per pass) come with the
     recursive family for the models the C export carries."""

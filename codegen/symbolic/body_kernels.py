@@ -63,8 +63,10 @@ def _lets_mat(k: Kernel, name: str, M: sp.Matrix) -> sp.Matrix:
 
 
 def kin_kernel(p: Pattern, columns: bool = True) -> Kernel:
-    """The kinematics kernel of a body pattern; without columns, it writes no joint columns H, product terms
-    cw or relative velocities rel (for a family that derives them from A and w: ``body_axes_ball``)."""
+    """The kinematics kernel of a body pattern.
+
+    Without columns, it writes no joint columns H, product terms cw or relative velocities rel (for a family that
+    derives them from A and w: ``body_axes_ball``)."""
     jm = joint_model(p.type)
     args = [] if p.root else [Arg("Ai", 9, "in"), Arg("ri", 3, "in"), Arg("wi", 3, "in"), Arg("vri", 3, "in")]
     args += [Arg("q", max(jm.nq, 1), "in"), Arg("u", max(jm.nv, 1), "in"), Arg("pb", PB.rho.end, "in"),
@@ -198,6 +200,7 @@ def pose_kernel(p: Pattern) -> Kernel:
 
 def body_axes_ball(jtype: str) -> bool:
     """Whether a joint type is a ball with its rates in the child's axes: S_v = 0, S_w = R(q), c_v = c_w = 0.
+
     Then its world joint columns are H = [0; A_j] (A_j = A_i C_j R [KY eqs 9, 15]), its product terms vanish
     [KY eq 27] and its relative angular velocity is w_j - w_i [KY eq 19]: a family can read A and w instead."""
     jm = joint_model(jtype)
@@ -208,8 +211,9 @@ def body_axes_ball(jtype: str) -> bool:
 @lru_cache(maxsize=None)
 def body_kernels(patterns: Tuple[Pattern, ...], which: Tuple[str, ...] = ("kin", "rnea", "rnea_back", "pose"),
                  lean: frozenset = frozenset()) -> Tuple[KernelCode, ...]:
-    """The kernels for the patterns in use, printed (derived once per process); the kin kernels of the joint
-    types in lean without joint columns (kin_kernel)."""
+    """The kernels for the patterns in use, printed (derived once per process).
+
+    The kin kernels of the joint types in lean without joint columns (kin_kernel)."""
     makers = {"kin": kin_kernel, "rnea": rnea_kernel, "rnea_back": rnea_back_kernel, "pose": pose_kernel}
     return tuple(_code(w, p, (lambda p: kin_kernel(p, False)) if w == "kin" and p.type in lean else makers[w])
                  for p in patterns for w in which)
