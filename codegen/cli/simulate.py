@@ -95,6 +95,9 @@ def register(sub):
                    help="grcr: what a run does when a loop's dependents become ill-conditioned: acs re-selects them "
                         "(arbitrary coordinate selection, default) or gcl restructures the loop so that three "
                         "adjacent dependents close an open loop (general coupled loops; planar loops, rk4)")
+    s.add_argument("--threads", type=int, default=1,
+                   help="rk4 on two threads: --algorithm mstmm, models without point-to-point forces or actuator "
+                        "activations (the same states; default: 1)")
     s.add_argument("--csv", action="store_true", help="also write a CSV beside the NPZ")
     s.add_argument("--plot", action="store_true", help="also write a PNG of coordinates and energy")
     s.add_argument("--animate", action="store_true", help="also write an MP4 animation beside the NPZ "
@@ -196,7 +199,7 @@ def cmd_simulate(args):
         res = s.simulate(opt["t_end"], opt["dt"], integrator=integ, rtol=opt["rtol"], atol=opt["atol"],
                          substeps=opt["substeps"], progress=not args.quiet, check_energy=opt["check_energy"],
                          keep_partial=args.keep_partial, joint_wrench=args.joint_wrench,
-                         limits=not args.no_limits, **extra)
+                         limits=not args.no_limits, threads=args.threads, **extra)
     except SimulationDiverged as e:
         print(f"mbgen: error: {e}\n  no results written (--keep-partial saves the samples before the failure)",
               file=sys.stderr)

@@ -48,6 +48,7 @@ class Run:
     nfact: int = 0                      # HHT: factorizations of the iteration matrix
     work: Optional[np.ndarray] = None   # the work of the non-conservative forces at the samples (compiled rk4, dopri5)
     outputs: Optional[np.ndarray] = None   # outputs at the samples from the compiled rk4 (kernel.IN_LOOP_OUTPUTS)
+    threads: int = 1                    # rk4 on this many threads (kernel.STEP_THREADS: the mstmm family's two)
 
     @property
     def h(self):
@@ -194,9 +195,15 @@ class System(Derivatives):
     def _integrate(self, x, ts, run: Run, other=None):
         """(X, stats, wall, fail) of the compiled integration over the sample times ts."""
         run.work = np.zeros(len(ts)) if run.integrator in ("rk4", "dopri5") else None
-        return integrate_chunks(self.kernel, x, ts, run.integrator, run.substeps, run.rtol, run.atol, run.h_max,
-                                f"simulate {self.model.name}", run.progress, other=other, work=run.work,
-                                outs=run.outputs)
+        if run.threads > 1:
+            self.kernel.step_threads = run.threads
+        try:
+            return integrate_chunks(self.kernel, x, ts, run.integrator, run.substeps, run.rtol, run.atol, run.h_max,
+                                    f"simulate {self.model.name}", run.progress, other=other, work=run.work,
+                                    outs=run.outputs)
+        finally:
+            if run.threads > 1:
+                self.kernel.step_threads = 1
 
     def _finish_run(self, meta, run: Run, stats, fail):
         """Family entries of a run's meta; returns the fail dict.
@@ -342,7 +349,7 @@ class System(Derivatives):
                  progress: bool = False, alpha: float = -0.05, newton_tol: float = 1e-6, max_newton: int = 20,
                  check_energy: Optional[float] = None, keep_partial: bool = False, joint_wrench: bool = False,
                  baumgarte: Optional[float] = None, projection: bool = False,
-                 switching: Optional[str] = None, ctrl=None, limits: bool = True) -> Result:
+                 switching: Optional[str] = None, ctrl=None, limits: bool = True, threads: int = 1) -> Result:
         """Integrate from the model's initial state (or q0, u0) to t_end, sampling every dt.
 
         rk4 takes fixed steps of dt / substeps; dopri5 chooses its own steps (rtol, atol, h_max) and writes the
@@ -381,6 +388,11 @@ class System(Derivatives):
         Joint limits (the model's ``limits:``, MJCF ranges, URDF <limit>): enforced unless limits=False, as a
         compliant one-sided spring-damper (templates/shared/limits.pyx.j2); result.extra gets limit_names and
         limit_force (nt x limited coordinates, 0 where inactive), meta["limits"] = {"enforced", "active_samples"}.
+
+        threads=2 (algorithm mstmm, rk4; models without point-to-point forces or actuator activations): each RK4
+        stage's kinematics and the bodies' own terms run on a second thread, a few bodies behind the sweep's
+        backward recursion (templates/mstmm/pipeline.pyx.j2); the same arithmetic, so the states are bitwise those
+        of threads=1 where gcc contracts no multiply-adds (MBGEN_OPT=g), else equal to round-off.
 
         Energy: meta["energy"] = energy_balance() (relative error of E - E0 - W, W the work of dampers, joint
         forces and actuators); with check_energy = tol also meta["energy_check"] = {"tol", "value", "passed"}.
@@ -427,6 +439,8 @@ class System(Derivatives):
             The actuators' controls (see above).
         limits : bool, optional
             Enforce the joint limits.
+        threads : int, optional
+            rk4 on two threads (algorithm mstmm, see above); default 1.
 
         Returns
         -------
@@ -443,7 +457,7 @@ class System(Derivatives):
             Closed loops: the start state does not close.
         """
         run = Run(t_end, dt, integrator, q0, u0, rtol, atol, h_max, substeps, progress, alpha, newton_tol,
-                  max_newton, joint_wrench, baumgarte, projection, switching)
+                  max_newton, joint_wrench, baumgarte, projection, switching, threads=threads)
         with self._inputs(ctrl, limits):
             return self._simulate(run, check_energy, keep_partial)
 
@@ -464,6 +478,13 @@ class System(Derivatives):
                              f"got rtol = {run.rtol:g}, atol = {run.atol:g}")
         if check_energy is not None and not (check_energy > 0 and math.isfinite(check_energy)):
             raise ValueError(f"check_energy must be a positive tolerance, got {check_energy!r}")
+        if not (isinstance(run.threads, (int, np.integer)) and run.threads >= 1):
+            raise ValueError(f"threads must be a positive integer, got {run.threads!r}")
+        most = getattr(self.kernel, "STEP_THREADS", 1)
+        if run.threads > 1 and (run.integrator != "rk4" or run.threads > most):
+            raise ValueError(f"threads = {run.threads}: only rk4 of algorithm mstmm runs on two threads, in models "
+                             f"without point-to-point forces or actuator activations (this run: algorithm "
+                             f"{self.algorithm}, integrator {run.integrator}, at most {most if run.integrator == 'rk4' else 1})")
         return choice
 
     def _simulate(self, run: Run, check_energy, keep_partial) -> Result:
@@ -473,7 +494,8 @@ class System(Derivatives):
         X, stats, wall, fail = self._integrate(x, ts, run)
         meta = {"model": self.model.source, "model_name": self.model.name, "algorithm": self.algorithm,
                 "options": self.options, "integrator": run.integrator, "dt": run.dt, "t_end": run.t_end,
-                "substeps": run.substeps, "rtol": run.rtol if run.integrator == "dopri5" else None,
+                "substeps": run.substeps, "threads": run.threads,
+                "rtol": run.rtol if run.integrator == "dopri5" else None,
                 "atol": run.atol if run.integrator == "dopri5" else None,
                 "wall_time_s": wall, "rhs_evaluations": int(stats[0]), "steps": int(stats[1]),
                 "rejected_steps": int(stats[2]) if run.integrator == "dopri5" else 0,

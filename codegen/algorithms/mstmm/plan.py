@@ -95,6 +95,9 @@ def hinge_kind(jtype: str) -> Dict:
             "from_A": body_axes_ball(jtype)}
 
 
+A1_SIZE = 18      # mst_body_pre's numbers per body: J_O (9), d (3), e (6), stored after the bodies' workspace blocks
+
+
 def work_layout(nmax: int) -> Layout:
     """The workspace layout per body j (the template's MW_<block>).
 
@@ -157,9 +160,27 @@ def plan_mstmm(plan) -> Dict:
             "work": work_layout(max(h["nv"] for h in hinges.values()))}
 
 
+def pipeline_vars(plan) -> Dict:
+    """The per-body tables of templates/mstmm/pipeline.pyx.j2 (rk4 on two threads).
+
+    lastchild[j] = max(j, its children): the last body whose backward step reads j's kinematics; quat_of_body[j]:
+    the offset in q of j's quaternion, or -1."""
+    last = list(range(plan.nb))
+    for j, i in enumerate(plan.parent):
+        if i >= 0:
+            last[i] = max(last[i], j)
+    quat = {o for o in plan.quat_offsets}
+    qb = [next((o for o in range(plan.iq[j], plan.iq[j] + JOINT_TYPES[t].nq) if o in quat), -1)
+          for j, t in enumerate(plan.types)]
+    return {"lastchild": last, "quat_of_body": qb, "a1_size": A1_SIZE}
+
+
 def template_vars(plan, options) -> Dict:
-    """Variables of templates/mstmm/mstmm.pyx.j2: the rigid-tree ones and the sweep groups."""
+    """Variables of templates/mstmm/mstmm.pyx.j2: the rigid-tree ones, the sweep groups and the two-thread rk4's."""
     mst = plan_mstmm(plan)
+    mst.update(pipeline_vars(plan))
     lean = {t for t, h in mst["hinge"].items() if h["from_A"]}
-    return dict(tree_vars(plan, mst["work"].size * plan.nb, lean), mst=mst, fd_kin=True)   # fd starts with kin(q, u)
+    tv = tree_vars(plan, (mst["work"].size + A1_SIZE) * plan.nb, lean)
+    # rk4 on two threads (pipeline.pyx.j2): not with point forces (mst_body_pre reads their loads) or activations
+    return dict(tv, mst=mst, fd_kin=True, pipeline=not (tv["point_forces"] or tv["loops"] or tv["na"]))
 

@@ -100,7 +100,7 @@ def test_ball_hinges_read_A_and_omega(mixed):
     assert body_axes_ball("spherical")
     assert not any(body_axes_ball(t) for t in ("revolute", "free", "universal", "planar", "fixed"))
     src = generated_source(mixed, "mstmm")
-    kin = src.split("cdef void kin(")[1].split("cdef void poses(")[0]
+    kin = src.split("cdef void kin_range(")[1].split("cdef void poses(")[0]
     calls = {c.split("(")[0]: c for c in kin.replace("\n", " ").split("self.kin_")[1:]}
     assert calls and all(("self.Hw" in c) == (not k.startswith("spherical_")) for k, c in calls.items())
     ball = src.split("cdef inline void kin_spherical_")[1].split("cdef inline void ")[0]

@@ -149,7 +149,9 @@ def test_generated_structure_is_linear_and_checked():
     the hinge and input code of the model's joint types is generated, the workspace sized by the largest."""
     src = {n: generated_source(branch_system(n), "mstmm") for n in (21, 999)}
     for s in src.values():
-        assert s.count("self.mst_body(") == 6         # loops: tip 5, chain 7..9, tip 1, chain 3, 13..N; junction 11
+        serial, pre = s.split("cdef void sweep(")[1].split("cdef void sweep_pre(")       # sweep_pre: threads=2
+        assert serial.count("self.mst_body(") == 6    # loops: tip 5, chain 7..9, tip 1, chain 3, 13..N; junction 11
+        assert pre.split("cdef inline void mst_internal")[0].count("self.mst_body(") == 6 and "mb_publish" in pre
         assert "multi-input body body11" in s
     sweep = {n: s.split("cdef void fd(")[1].split("cdef void mst_states")[0] for n, s in src.items()}
     assert sweep[999].count("\n") == sweep[21].count("\n")   # the tables grow with N, the code does not
