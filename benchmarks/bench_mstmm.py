@@ -14,7 +14,8 @@ Per model and solver:
     Python call each; the Python overhead is about 1-2 us per call);
   * RK4 per step (h = 1e-3) from the model's initial state: System.simulate (the whole loop in compiled code)
     for mstmm and recursive, with a sample after every step and after every 10th (output every 10 ms), the
-    median of --repeats runs; mujoco.mj_step with integrator RK4 (nstep steps in one call) for MuJoCo;
+    median of --repeats runs (mstmm also on two threads, simulate(threads=2), output every 10th step; the
+    largest |q| difference from its serial run is recorded); mujoco.mj_step with integrator RK4 (nstep steps in one call) for MuJoCo;
   * agreement at the benchmark state: max |udot - udot_mstmm| / max |udot_mstmm| of every peer, and for
     M5 up to --verify-max-nb bodies the error of mstmm and recursive against the 30-digit mpmath
     reference codegen.mstmm_ref.aba_reference;
@@ -152,18 +153,26 @@ def run_model(model, label, args, verify_ref: bool):
     # as in the seed; the perturbed benchmark state spins the long M5 chains up until RK4 at 1e-3 s diverges),
     # wall time per step, the median of --repeats runs interleaved between the solvers: with a sample (body
     # poses, energies) after every step, and after every 10th step (output every 10 ms, substeps=10)
-    runs = {alg: ([], []) for alg in systems}
+    # (mstmm also on two threads, simulate(threads=2), output every 10 ms: its states against the serial run's)
+    runs = {alg: ([], [], []) for alg in systems}
+    threads_diff = 0.0
     for _ in range(args.repeats):
         for alg, s in systems.items():
             steps = int(max(10, min(2000, args.rk4_time / (4 * fd[alg]))))
-            for res, acc in ((s.simulate(steps * 1e-3, 1e-3, "rk4"), runs[alg][0]),
-                             (s.simulate(steps // 10 * 1e-2, 1e-2, "rk4", substeps=10), runs[alg][1])):
+            todo = [(s.simulate(steps * 1e-3, 1e-3, "rk4"), runs[alg][0]),
+                    (s.simulate(steps // 10 * 1e-2, 1e-2, "rk4", substeps=10), runs[alg][1])]
+            if getattr(s.kernel, "STEP_THREADS", 1) == 2:
+                todo.append((s.simulate(steps // 10 * 1e-2, 1e-2, "rk4", substeps=10, threads=2), runs[alg][2]))
+                threads_diff = max(threads_diff, float(np.abs(todo[2][0].q - todo[1][0].q).max()))
+            for res, acc in todo:
                 if not np.all(np.isfinite(res.q[-1])):
                     raise RuntimeError(f"{label}: {alg} RK4 run produced non-finite states")
                 acc.append(res.meta["wall_time_s"] / res.meta["steps"])         # steps of h = 1e-3
     row["fd_s"] = fd
     row["rk4_step_s"] = {alg: float(np.median(r[0])) for alg, r in runs.items()}
     row["rk4_step_out10_s"] = {alg: float(np.median(r[1])) for alg, r in runs.items()}
+    row["rk4_step_out10_2threads_s"] = {alg: float(np.median(r[2])) for alg, r in runs.items() if r[2]}
+    row["threads_max_abs_q_diff"] = threads_diff
     # pinocchio
     need = PIN_BYTES_PER_N3 * model.nv ** 3
     if args.no_pin:
@@ -243,15 +252,16 @@ def tables(out):
         L += [f"### {title}", "",
               "| model | bodies | DOF | fd mstmm [us] | fd recursive [us] | mstmm/rec | pin.aba [us] | mj_forward [us] "
               "| RK4 step mstmm [us] | RK4 step recursive [us] | mj_step RK4 [us] "
-              "| RK4 step, output every 10th: mstmm [us] | recursive [us] |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "| RK4 step, output every 10th: mstmm [us] | recursive [us] | the same, mstmm on 2 threads [us] |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in rows:
             L.append(f"| {r['model']} | {r['bodies']} | {r['dof']} | {us(r['fd_s']['mstmm'])} | "
                      f"{us(r['fd_s']['recursive'])} | {r['fd_s']['mstmm'] / r['fd_s']['recursive']:.2f} | "
                      f"{peer_cell(r['pin'], 'fd_s')} | {peer_cell(r['mujoco'], 'fd_s')} | "
                      f"{us(r['rk4_step_s']['mstmm'])} | {us(r['rk4_step_s']['recursive'])} | "
                      f"{peer_cell(r['mujoco'], 'rk4_step_s')} | "
-                     f"{us(r['rk4_step_out10_s']['mstmm'])} | {us(r['rk4_step_out10_s']['recursive'])} |")
+                     f"{us(r['rk4_step_out10_s']['mstmm'])} | {us(r['rk4_step_out10_s']['recursive'])} | "
+                     f"{us(r.get('rk4_step_out10_2threads_s', {}).get('mstmm'))} |")
         L += ["", "Agreement at the benchmark state (max |udot - udot_mstmm| / max |udot_mstmm|; error against the "
               "30-digit reference where computed):", "",
               "| model | recursive vs mstmm | pin vs mstmm | MuJoCo vs mstmm | error: mstmm | recursive | pin.aba | MuJoCo |",
@@ -261,6 +271,8 @@ def tables(out):
             L.append(f"| {r['model']} | {r['rel_recursive_vs_mstmm']:.1e} | "
                      f"{r['pin'].get('rel_vs_mstmm', float('nan')):.1e} | {r['mujoco'].get('rel_vs_mstmm', float('nan')):.1e} | " +
                      " | ".join(f"{ref.get(k, float('nan')):.1e}" for k in ("mstmm", "recursive", "pin", "mujoco")) + " |")
+        L += ["", "mstmm on two threads against one, the same runs (largest |q| difference of the samples): " +
+              ", ".join(f"{r['model']} {r.get('threads_max_abs_q_diff', float('nan')):.1e}" for r in rows)]
         fits = out["fits"].get(sect, {})
         if fits:
             L += ["", "Linear fit t = a + b * bodies:", "", "| quantity | a [us] | b [us/body] | R^2 |", "|---|---|---|---|"]
