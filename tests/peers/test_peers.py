@@ -8,7 +8,7 @@ The peer models are built from the plan's own numbers (``tests/support/peers.py`
 kernels, parameter layout and joint conventions agree. ``test_*_can_fail`` show that the comparison
 detects a 1 % mass change and a wrong quaternion convention.
 
-Cold run: the 10 kernels are compiled up front in parallel subprocesses (see ``peers.prebuild``);
+Cold run outside xdist: the 10 kernels are compiled up front in parallel subprocesses (see ``peers.prebuild``);
 with a warm ``generated/`` cache the module takes a few seconds.
 """
 from __future__ import annotations
