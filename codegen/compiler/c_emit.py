@@ -23,13 +23,22 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, List, Sequence, Tuple
 
-from .render import comment
 
 _DECL = re.compile(r"^cdef double ([A-Za-z_]\w*) = (.+)$")
 _ASSIGN = re.compile(r"^([A-Za-z_]\w*\[\d+\]) (=|\+=|-=) (.+)$")
 _PLAIN = re.compile(r"^([A-Za-z_]\w*) = (.+)$")                 # joints.c_assignments temporaries: "x0 = expr"
 _EXPR_OK = re.compile(r"^[A-Za-z0-9_\[\]\(\)\.\+\-\*/, ]+$")       # what the C99 printer produces for these kernels
 _PARAM = re.compile(r"^(const double\*|double\*|double) ([A-Za-z_]\w*)$")
+
+
+def comment(text) -> str:
+    """A user string made safe for a one-line comment of generated code.
+
+    A user string (model, body, joint, force name) made safe for a one-line comment of generated code:
+    printable ASCII only (everything else escaped, so no line break can leave the comment), and no C
+    comment delimiters (Cython copies source lines into C comments)."""
+    s = "".join(c if " " <= c <= "~" else ascii(c)[1:-1] for c in str(text))
+    return s.replace("*/", "*\\/").replace("/*", "/\\*")
 
 
 class CEmitError(ValueError):

@@ -11,6 +11,7 @@ from pathlib import Path
 from .._version import __version__
 from ..algorithms import Family
 from ..algorithms.codes import TEMPLATE_ENUMS
+from .c_emit import c_joint_map, c_kernel, comment
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
@@ -23,22 +24,15 @@ def template_dir() -> Path:
     return PACKAGE_DIR.parent / "templates"
 
 
-def comment(text) -> str:
-    """A user string made safe for a one-line comment of generated code.
-
-    A user string (model, body, joint, force name) made safe for a one-line comment of generated code:
-    printable ASCII only (everything else escaped, so no line break can leave the comment), and no C
-    comment delimiters (Cython copies source lines into C comments)."""
-    s = "".join(c if " " <= c <= "~" else ascii(c)[1:-1] for c in str(text))
-    return s.replace("*/", "*\\/").replace("/*", "/\\*")
-
-
 def template_env() -> jinja2.Environment:
     """The one jinja2 environment of all kernels. User strings reach the source only through |comment."""
     import jinja2                  # here, not at import: a cached build never renders (start-up time)
+
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_dir())), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True, trim_blocks=False, lstrip_blocks=False)
     env.filters["comment"] = comment
+    env.filters["c_kernel"] = c_kernel              # a sympy kernel as a C99 function (templates/shared/kernels.j2)
+    env.filters["c_joint_map"] = c_joint_map
     return env
 
 

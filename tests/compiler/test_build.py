@@ -133,8 +133,8 @@ def test_generated_module_header_and_structure():
     assert "# cython: language_level=3, boundscheck=False, wraparound=False" in head
     for banner in ("pass 2: leaves -> root", "pass 3: root -> leaves", "[KY eqs 9-21, 27]"):
         assert banner in src
-    assert "cdef inline void jchild_universal" in src and "jchild_prismatic" not in src   # only used types
-    assert "cdef inline void kin_universal_" in src and "kin_prismatic" not in src       # per-body patterns
+    assert "static inline void jchild_universal" in src and "jchild_prismatic" not in src   # only used types
+    assert "static inline void kin_universal_" in src and "kin_prismatic" not in src       # per-body patterns
     assert "noexcept nogil" in src and "cdef object" not in src.split("def forward_dynamics")[0].split(
         "cdef class System")[1].split("cdef void call_hook")[0].replace("cdef object hook\n", "").replace(
         "cdef object ctrl_fn, ctrl_obj", "")                  # Python-side control sources (set_ctrl)

@@ -209,8 +209,9 @@ def test_template_has_no_jinja_arithmetic():
     text = TEMPLATE.read_text() + (TEMPLATE.parent / "loops.pyx.j2").read_text() \
         + (TEMPLATE.parents[1] / "grcr" / "grcr.pyx.j2").read_text()
     for expr in re.findall(r"\{\{(.*?)\}\}", text, re.S):
-        if re.match(r"\s*(layout_enum\(|coupling_constants\(\)\s*$)", expr):   # a memory layout rendered as a C
-            continue                                     # enum (shared/layout.j2), the couplings' data (couplings.j2)
+        if re.match(r"\s*(layout_enum\(|coupling_constants\(\)\s*$|c_kernels\(|super\(\)\s*$)", expr):   # a memory
+            continue      # layout as a C enum (shared/layout.j2), the couplings' data (couplings.j2), the sympy kernels
+                          # printed as C (shared/kernels.j2), the parent template's kernels
         if re.fullmatch(r'\s*(wk\("\w+", "[\w\[\]]+"\)|self\.\w+\(\))\s*', expr):   # a workspace block by name
             continue                                                                  # (shared/layout.j2), a block
         assert re.fullmatch(r"\s*[A-Za-z_][\w.]*\s*(\|\s*comment\s*)?", expr), f"jinja expression {{{{{expr}}}}}"
@@ -230,9 +231,10 @@ def test_rendered_source_calls_the_kernels():
     for ref in REFS:
         src = render(fam, fam.make_plan(m), {"ref_point": ref}, "test")
         for k in ar.recursive_kernels(ref, tuple(sorted({j.nv for j in m.joints}))):
-            assert f"cdef inline void {k.name}(self, {k.params}) noexcept nogil:" in src
-            assert f"self.{k.name}(" in src, (ref, k.name)
-            assert f"# {k.equation}" in src
+            assert f"static inline void {k.name}({k.params})" in src        # printed as C (shared/kernels.j2)
+            assert f"    void {k.name}({k.params}) noexcept nogil" in src   # declared to Cython
+            assert re.search(rf"[^.\w]{k.name}\(", src.split("cdef class System")[1]), (ref, k.name)   # called
+            assert f"/* {k.equation}" in src
 
 
 def test_render_of_a_long_chain_derives_nothing_again():
@@ -248,4 +250,4 @@ def test_render_of_a_long_chain_derives_nothing_again():
     before = (_kernel.cache_info().misses, recursive_kernels.cache_info().misses)
     src = render(fam, fam.make_plan(m), {"ref_point": "centroid"}, "again")
     assert (_kernel.cache_info().misses, recursive_kernels.cache_info().misses) == before
-    assert "self.joint_projection_1(" in src
+    assert "        joint_projection_1(M, Q, D, B2" in src          # called (printed as C: shared/kernels.j2)
