@@ -80,10 +80,10 @@ def test_writers_of_one_folder_take_turns(tmp_path):
     import sys
     import time
     from support.systems import ROOT, get_system
-    get_system(codegen.models.chain(1))                         # from the cache in the subprocess
+    get_system(codegen.models.chain(2))                         # from the cache in the subprocess
     fd = os.open(tmp_path, os.O_RDONLY)
     fcntl.flock(fd, fcntl.LOCK_EX)                              # another writer holds the folder
-    p = subprocess.Popen([sys.executable, "-m", "codegen.cli", "simulate", "chain:1", "--t-end", "0.1", "--csv",
+    p = subprocess.Popen([sys.executable, "-m", "codegen.cli", "simulate", "chain:2", "--t-end", "0.1", "--csv",
                           "--out", str(tmp_path / "r.npz"), "--quiet"], cwd=ROOT, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     time.sleep(4.0)

@@ -124,8 +124,8 @@ def test_diverged_rollout_is_nan_and_named(chain_sys):
     assert np.all(np.isfinite(qs[0])) and np.all(np.isnan(qs[1, 1:]))
 
 
-def test_hook_runs_in_batches_and_its_error_surfaces():
-    s = get_system(chain(3), ref_point="origin")
+def test_hook_runs_in_batches_and_its_error_surfaces(chain_sys):
+    s = chain_sys
     Q, U = states(s, 4, 8)
     try:
         s.set_hook(lambda t, q, u: -0.5 * u)

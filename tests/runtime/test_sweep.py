@@ -199,7 +199,7 @@ def test_a_scheduler_that_never_answers_times_out(tmp_path, capsys):
         srv.listen(4)
         address = f"tcp://127.0.0.1:{srv.getsockname()[1]}"
         t0 = time.perf_counter()
-        assert main(["sweep", "chain:1", "--set", "gravity.1=-9.81,-1.62", "--t-end", "0.01", "--quiet",
+        assert main(["sweep", "chain:2", "--set", "gravity.1=-9.81,-1.62", "--t-end", "0.01", "--quiet",
                      "--scheduler", address, "--scheduler-timeout", "2", "--out", str(tmp_path / "s.npz")]) == 2
         assert time.perf_counter() - t0 < 10
     err = capsys.readouterr().err
@@ -210,7 +210,7 @@ def test_a_scheduler_that_never_answers_times_out(tmp_path, capsys):
 def test_a_scheduler_without_workers_is_named(tmp_path, capsys):
     from dask.distributed import LocalCluster
     with LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cluster:
-        assert main(["sweep", "chain:1", "--set", "gravity.1=-9.81,-1.62", "--t-end", "0.01", "--quiet",
+        assert main(["sweep", "chain:2", "--set", "gravity.1=-9.81,-1.62", "--t-end", "0.01", "--quiet",
                      "--scheduler", cluster.scheduler_address, "--scheduler-timeout", "1",
                      "--out", str(tmp_path / "s.npz")]) == 2
     assert "the scheduler has no workers (none joined within 1 s" in capsys.readouterr().err

@@ -118,7 +118,7 @@ def test_gcl_refuses_what_it_cannot_restructure(tmp_path):
     s = get_system(codegen.model_from_dict(d), "grcr")
     with pytest.raises(ModelError, match=r"loops\[.*planar"):
         s.simulate(0.01, 1e-3, switching="gcl")
-    lad = get_system(codegen.models.ladder(2), "grcr")
+    lad = get_system(codegen.models.ladder(3), "grcr")      # (test_grcr's kernel)
     with pytest.raises(ModelError, match="share no joints"):
         lad.simulate(0.01, 1e-3, switching="gcl")
     with pytest.raises(ValueError, match="switching"):

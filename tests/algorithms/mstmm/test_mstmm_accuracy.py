@@ -54,16 +54,13 @@ def test_classical_product_loses_accuracy_riccati_does_not():
 
 
 def test_generated_kernel_on_a_200_link_chain():
-    """The generated mstmm kernel (Algorithm A on a chain) against the 30-digit reference and against the
-    foundation's O(n) solver: both at round-off."""
+    """The generated mstmm kernel (Algorithm A on a chain) against the 30-digit reference: round-off (the recursive
+    family meets the same reference on the 999-body tree below)."""
     model = chain(200)
-    mst, rec = get_system(model, "mstmm"), get_system(model)
+    mst = get_system(model, "mstmm")
     for seed in (1, 2):
         q, u = _chain_state(200, seed)
-        truth = R.aba_reference(model, q, u)
-        a, b = mst.forward_dynamics(q, u), rec.forward_dynamics(q, u)
-        assert rel_err(a, truth) < 1e-12
-        assert rel_err(a, b) < 1e-12
+        assert rel_err(mst.forward_dynamics(q, u), R.aba_reference(model, q, u)) < 1e-12
 
 
 @pytest.fixture(scope="module")

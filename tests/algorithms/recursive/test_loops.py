@@ -93,8 +93,9 @@ def test_loop_on_a_floating_base():
 
 
 def test_simulation_follows_the_kkt_solution():
-    """A short RK4 run of a spatial loop (no stabilisation) against the oracle integrated with the same RK4 steps."""
-    d = dict(spatial_loop_dict(5, cut_types=("spherical",)), name="spatial_run")
+    """A short RK4 run of spatial loops (no stabilisation) against the oracle integrated with the same RK4 steps (the
+    model and kernel of test_spatial_loops_match_kkt's second group)."""
+    d = dict(spatial_loop_dict(21, cut_types=SPATIAL_GROUPS[1], n_loops=2), name="spatial_1")
     m = codegen.model_from_dict(d)
     s = get_system(m, "recursive", ref_point="origin")
     k = KKT(d)

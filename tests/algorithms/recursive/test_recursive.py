@@ -123,7 +123,7 @@ def test_applied_forces_match_python_evaluation():
 
 def test_python_hook_adds_generalized_forces():
     m = codegen.models.balance_pendulum()
-    s = get_system(m, ref_point="joint")
+    s = get_system(m, ref_point="origin")
     q, u = m.initial_state()
     extra = np.array([0.3, -0.2, 0.1, 0.05])
     a_direct = s.forward_dynamics(q, u, extra, 0.0)
@@ -140,7 +140,7 @@ def test_python_hook_adds_generalized_forces():
 def test_body_poses_and_quaternion_joint_kinematics():
     """body_quat is the user body frame; a spherical joint's quaternion maps straight through."""
     m = codegen.models.humanoid()
-    s = get_system(m, ref_point="origin")
+    s = get_system(m, ref_point="centroid")
     q, u = m.initial_state()
     com, quat = s.body_poses(q)
     assert np.allclose(np.linalg.norm(quat, axis=1), 1, atol=1e-14)
