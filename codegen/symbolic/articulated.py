@@ -1,10 +1,11 @@
-"""The spatial algebra of Kang & Yoon's recursion (seed 002, [KY eqs 25-36]) as sympy kernels, printed as Cython.
+"""The spatial algebra of Kang & Yoon's recursion (seed 002, [KY eqs 25-36]) as sympy kernels, printed as C.
 
 Every 6x6 matrix and 6-vector of the recursion is world-frame (linear; angular) about the analysis
 reference point P of its body.  The symmetric 6x6 mass matrices (body M^P, articulated M_j) are stored as
 their upper triangle, row by row, in 21 numbers (``UPPER``; entry (a, b), a <= b, at ``upper_index(a, b)``).
 
-Kernels (one Cython helper each, ``cdef inline void NAME(self, ...) noexcept nogil``):
+Kernels (one C function each, ``static inline void NAME(...)``: ``kernel_lines`` prints the statements,
+``codegen.compiler.c_emit`` turns them into C, templates/shared/kernels.j2 puts them in the module):
 
     B2_column            B_j2 column [B^v - e~ B^w ; B^w], e = P - r_j                  [KY eqs 25, 33]
     D_term               velocity-product term D_j of Ydot_j = B1 Ydot_i + B2 qdd + D     [KY eqs 27, 35]

@@ -8,7 +8,8 @@ drops every term that is structurally zero and prints the rest after CSE, so a p
 joint about z multiplies by cos/sin only, and a body on ground does no parent products at all. A general
 value keeps the general path (C read from the parameters).
 
-Kernels (``cdef inline void NAME(self, ...) noexcept nogil`` helpers, printed by ``articulated.kernel_lines``):
+Kernels (``static inline void NAME(...)`` C functions, printed by ``articulated.kernel_lines`` and
+``codegen.compiler.c_emit``):
 
     kin_<kind>    world kinematics of body j from its parent's [KY eqs 9-21]: A_j = A_i C_j R_j [KY eq 9],
                   r_j = r_i + A_i s'_j + A_i C_j d'_j [KY eqs 11-14], centroid [KY eq 14], joint columns H = A_i C_j [S_v; S_w]

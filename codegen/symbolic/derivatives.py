@@ -20,7 +20,7 @@ frame after it (``GROUPS``; universal = revolute z, then revolute x'; planar = t
 free = translations, then body rates). A group g sees the velocity vb_g and acceleration ab_g of the frame before
 it; DOF d is an ancestor of DOF c when d's group comes first in the same joint or d's joint is an ancestor of c's.
 
-Kernels (one Cython helper each):
+Kernels (one C function each, templates/shared/kernels.j2):
 
     dworld      world pose and inertia of body j: A_j = A_i E^T, p_j = p_i + A_i rr (E, rr from the RNEA's local
                 transform), Y_j about the world origin                                      [CM eq 9]

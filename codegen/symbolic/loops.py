@@ -16,7 +16,7 @@ accelerations of a body point p and a body vector a
     p'' = Ydot_v + omega' x (p - P) + omega x (p' - P')        a'' = omega' x a + omega x (omega x a)
 
 (P' = 0 at the instant global origin, [KY eq 31]).  ``table()`` gives the rows of Tables 1-4 (centroid and
-instant global origin) for inspection; ``row_kernel()`` the Cython helper of one row type for the
+instant global origin) for inspection; ``row_kernel()`` the C function of one row type for the
 recursive kernel ([KY eqs 39-43] use J and gamma).
 """
 from __future__ import annotations

@@ -7,7 +7,7 @@ P from the centroid C:
     Q^P  = T^T (Q^c - M^c Tdot Y^P)               [KY eq 8]
     B1, B2 velocity transformation matrices       [KY eqs 25, 33]   Y_j = B1 Y_i + B2 qdot_j
 The recursion's kernels (``templates/recursive/recursive.pyx.j2``) are generated from the same
-expressions by ``codegen.symbolic.articulated`` (sympy + CSE, printed as Cython helpers); tests compare
+expressions by ``codegen.symbolic.articulated`` (sympy + CSE, printed as C functions); tests compare
 them with numpy and with these elements (tests/symbolic/test_spatial_codegen.py).
 """
 from __future__ import annotations
