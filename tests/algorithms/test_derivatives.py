@@ -8,6 +8,7 @@ import pytest
 
 import codegen
 from codegen.models import JOINT_MIX, chain, random_state, random_tree
+from support import c_export
 from support.peers_from_file import DictPeer
 from support.systems import EXAMPLES, get_system, rel_err
 from support.tangent import central_jacobian, minus, pin_v_order, plus
@@ -100,12 +101,10 @@ def test_floating_base_matches_central_differences(floating, alg, opts):
 
 @pytest.fixture(scope="module")
 def sprung():
-    """random_tree(14, seed=1, forces=True) without its point springs (the C export's tests share its kernels:
-    the export refuses point springs; test_point_springs_are_differentiated has them): joint spring-dampers,
-    sine/step/table joint forces."""
-    m = random_tree(14, seed=1, forces=True)
-    m.point_springs = []
-    return codegen.model_from_dict(m.to_dict())
+    """random_tree(14, seed=1, forces=True) without its point springs (support.c_export.sprung: the C export's tests
+    share its kernels; the export refuses point springs; test_point_springs_are_differentiated has them): joint
+    spring-dampers, sine/step/table joint forces."""
+    return c_export.sprung()
 
 
 def test_families_and_solvers_agree(sprung):

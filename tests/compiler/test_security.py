@@ -102,8 +102,9 @@ def test_planted_names_never_run(tmp_path, algorithm):
         src = generated_source(m, algorithm)
         assert_only_in_comments(src, payload)
         assert not flag.exists()
-    # one full build and run of the most hostile payload: nothing runs, the numbers are the genuine ones
-    for payload in payloads(flag)[:1]:
+    # one full build and run of the most hostile payload: nothing runs, the numbers are the genuine ones (one family:
+    # the loader, the compiler and the runtime treat every family's names alike; the source check above is per family)
+    for payload in payloads(flag)[:1 if algorithm == "recursive" else 0]:
         s = get_system(codegen.model_from_dict(planted_rigid(payload)), algorithm)
         np.testing.assert_allclose(s.forward_dynamics(q, u, None, 0.3), a_ref, rtol=1e-11, atol=1e-12)
         assert not flag.exists()

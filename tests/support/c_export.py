@@ -17,11 +17,11 @@ STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O2"]
 
 def sprung():
     """tests/algorithms/test_derivatives.py's `sprung` (built there at the centroid): random_tree(14, seed=1,
-    forces=True) without its point springs: every joint type but free, fixed base, joint spring-dampers and
+    forces=True) without its point springs, named sprung14_1: every joint type but free, fixed base, joint spring-dampers and
     sine/step/table joint forces."""
     m = random_tree(14, seed=1, forces=True)
     m.point_springs = []
-    return codegen.model_from_dict(m.to_dict())
+    return codegen.model_from_dict(dict(m.to_dict(), name="sprung14_1"))
 
 
 def floating():

@@ -15,7 +15,6 @@ from codegen.model.library import random_tree
 from support import peers_from_file as pf
 from support.systems import EXAMPLES, get_system, rel_err
 
-TOL = 1e-10
 TYPES = ["revolute", "prismatic", "cylindrical", "universal", "spherical", "planar", "fixed"]
 
 
@@ -63,33 +62,20 @@ def test_node_system_is_eliminated_without_fill_on_random_trees():
         assert c["NFILL"] == 0 and c["NE"] < 3 * len(c["special"]) and c["NPAIR"] < 8 * len(c["special"])
 
 
-@pytest.mark.parametrize("form", ["serial", "general"])
-@pytest.mark.parametrize("base", ["fixed", "floating"])
-def test_cfa_matches_recursive(base, form):
+@pytest.mark.parametrize("base,algorithm,options", [
+    ("fixed", "cfa", {"form": "serial"}), ("fixed", "cfa", {"form": "general"}), ("floating", "cfa", {"form": "serial"}),
+    ("floating", "cfa", {"form": "general"}), ("floating", "recursive", {"ref_point": "joint"})])
+def test_joint_wrenches_vs_pinocchio(base, algorithm, options):
+    """Accelerations against pinocchio's ABA, joint wrenches against data.f[i] of its RNEA at the kernel's
+    acceleration, in pinocchio's joint frame (built from the model dict, not from our plan); CFA on both bases in
+    both forms, the recursive family beside it."""
     d = MODELS[base]
-    rec, cfa = _system(d, "recursive", ref_point="joint"), _system(d, "cfa", form=form)
-    rng = np.random.default_rng(11)
-    for _ in range(5):
-        q, u = pf.random_state(d, rec.model.coord_names, rng)
-        tau = rng.normal(scale=2.0, size=rec.nv)
-        a = rec.forward_dynamics(q, u, tau)
-        assert rel_err(cfa.forward_dynamics(q, u, tau), a) < TOL
-        assert rel_err(cfa.joint_wrenches(q, u, tau), rec.joint_wrenches(q, u, tau)) < 1e-9
-    assert cfa.kernel.constraint_forces(q, u, tau).shape == (cfa_plan(cfa.plan)["NS"],)
-
-
-@pytest.mark.parametrize("algorithm,options", [("cfa", {"form": "serial"}), ("cfa", {"form": "general"}),
-                                               ("recursive", {"ref_point": "joint"})])
-def test_joint_wrenches_vs_pinocchio(algorithm, options):
-    """data.f[i] of pinocchio's RNEA at the kernel's acceleration, in pinocchio's joint frame (built from the
-    model dict, not from our plan)."""
-    d = MODELS["floating"]
     s = _system(d, algorithm, **options)
     peer = pf.DictPeer(d, s.model.coord_names, s.body_names)
     rng = np.random.default_rng(5)
     for _ in range(5):
         q, u = pf.random_state(d, s.model.coord_names, rng)
-        tau = rng.normal(size=s.nv)
+        tau = rng.normal(scale=2.0, size=s.nv)
         ud = s.forward_dynamics(q, u, tau)
         assert rel_err(ud, peer.aba(q, u, tau)) < 1e-9
         ref = peer.joint_wrenches(q, u, ud)
@@ -97,6 +83,8 @@ def test_joint_wrenches_vs_pinocchio(algorithm, options):
         # CFA takes the wrenches from the solve of A F_S = -B F_T (eq 27): on this 16-body tree with six-row
         # fixed joints its round-off reaches ~1e-9, the RNEA pass of the other families stays below
         assert rel_err(s.joint_wrenches(q, u, tau)[ok], ref[ok]) < (3e-9 if algorithm == "cfa" else 1e-9)
+    if algorithm == "cfa":
+        assert s.kernel.constraint_forces(q, u, tau).shape == (cfa_plan(s.plan)["NS"],)
 
 
 def test_joint_wrench_frames_can_fail():
