@@ -43,7 +43,7 @@ SEED_B = 1e-4                      # seed: relative energy fluctuation 0.01 %
 
 def rigid_tip(t_end: float, dt: float):
     """Tip of the rigid 5-link pendulum of thin rods with the beams' mass and length (foundation solver)."""
-    rig = codegen.build(models.chain(5, m=15.6, L=5.0), "recursive")
+    rig = codegen.build(models.chain(5, m=15.6, L=5.0), "recursive", ref_point="joint")
     rr = rig.simulate(t_end, dt, integrator="dopri5", rtol=1e-11, atol=1e-12)
     ang = 2 * np.arctan2(rr.body_quat[:, 4, 3], rr.body_quat[:, 4, 0])
     return rr.t, rr.body_com[:, 4, :2] + 2.5 * np.column_stack([np.cos(ang), np.sin(ang)])

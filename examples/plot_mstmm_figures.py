@@ -60,7 +60,7 @@ def z_rotation(res, body):
 def _run(model, t_end, dt):
     bar = sys.stderr.isatty()
     mst = codegen.build(model, "mstmm", progress=bar)
-    rec = codegen.build(model, "recursive", progress=bar)
+    rec = codegen.build(model, "recursive", ref_point="origin", progress=bar)
     a = mst.simulate(t_end, dt, "rk4", progress=bar, joint_wrench=True)     # wrenches from the MSTMM states
     b = rec.simulate(t_end, dt, "rk4", progress=bar)
     return mst, a, b

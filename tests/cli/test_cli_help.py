@@ -69,8 +69,7 @@ def test_default_output_names_do_not_collide(tmp_path, monkeypatch, capsys):
     """The README's runs of one model with other algorithms or options each keep their own results."""
     monkeypatch.chdir(tmp_path)
     model = str(EXAMPLES / "balance_pendulum.yaml")
-    runs = {(): "balance_pendulum", ("--algorithm", "dense"): "balance_pendulum-dense",
-            ("--algorithm", "mstmm"): "balance_pendulum-mstmm",
+    runs = {(): "balance_pendulum", ("--algorithm", "mstmm"): "balance_pendulum-mstmm",    # (one other algorithm)
             ("--ref-point", "origin"): "balance_pendulum-origin",
             ("--ref-point", "centroid"): "balance_pendulum",             # the default, spelled out
             ("--integrator", "dopri5"): "balance_pendulum-dopri5"}
@@ -84,7 +83,7 @@ def test_default_output_names_do_not_collide(tmp_path, monkeypatch, capsys):
         "recursive" and metas["balance_pendulum-origin"]["options"] == {"ref_point": "origin"}
     assert metas["balance_pendulum-dopri5"]["integrator"] == "dopri5"
     # --out stays exactly what was asked
-    assert main(["simulate", model, "--t-end", "0.02", "--dt", "0.01", "--quiet", "--algorithm", "dense",
+    assert main(["simulate", model, "--t-end", "0.02", "--dt", "0.01", "--quiet", "--algorithm", "mstmm",
                  "--out", "mine.npz"]) == 0
     assert (tmp_path / "mine.npz").is_file()
 
