@@ -157,6 +157,8 @@ def cmd_cache(args):
     done = clean_cache(cache, older_than_days=args.older_than)
     print(f"cache: {cache}\n  removed {len(done['entries'])} entries and {len(done['temp'])} temporary folders, "
           f"freed {size(done['freed'])}")
+    if done["derived"]:
+        print(f"  removed {done['derived']} stored derivations (sympy's printed kernels, derived again when needed)")
     if done["busy"]:
         print(f"  skipped {len(done['busy'])} entries being built: {', '.join(done['busy'])}")
     report_strangers()

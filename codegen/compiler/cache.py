@@ -25,6 +25,7 @@ import os
 import platform
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import sysconfig
@@ -39,6 +40,7 @@ from typing import Optional
 from .._metadata import dist_version
 from .._version import __version__
 from ..algorithms import BuildError, family
+from ..symbolic import persist
 from . import trust
 from .render import PACKAGE_DIR, names_key, render, template_dir
 
@@ -407,6 +409,53 @@ def current_umask() -> int:
             os.umask(_umask_cached)
         return _umask_cached
 
+class DerivedStore:
+    """The derivations of codegen.symbolic.persist in ``<cache>/derived``, one JSON file each.
+
+    Read only from regular files of the user's that nobody else can write, in a folder nobody else can write
+    (trust.open_trusted: the printed code ends up compiled into a module); written to a temporary file and renamed
+    into place (readers see a whole file or none); a cache that cannot be written keeps none (nothing fails)."""
+
+    LIMIT = 16 << 20                 # bytes of one file (the largest, a 64-entry Jacobian, is about 100 kB)
+
+    def __init__(self, cache: Path):
+        self.folder = Path(cache) / "derived"
+
+    def _trusted_folder(self) -> bool:
+        try:
+            st = os.stat(self.folder, follow_symlinks=False)
+        except OSError:
+            return False
+        return stat.S_ISDIR(st.st_mode) and trust.foreign(st, "") is None
+
+    def get(self, name: str) -> Optional[bytes]:
+        """The file's bytes, or None (missing, unreadable or not trusted)."""
+        if not self._trusted_folder():
+            return None
+        try:
+            with trust.open_trusted(self.folder / name, self.LIMIT) as fh:
+                return fh.read()
+        except (OSError, trust.Untrusted):
+            return None
+
+    def put(self, name: str, data: bytes) -> None:
+        """Store `data` as the file `name` (nothing where the cache cannot be written)."""
+        try:
+            os.makedirs(self.folder, mode=0o755, exist_ok=True)
+            if not self._trusted_folder():
+                return
+            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+                os.chmod(tmp, 0o644 & ~current_umask())
+                os.replace(tmp, self.folder / name)
+            except BaseException:
+                os.unlink(tmp)
+                raise
+        except OSError:
+            pass
+
 
 def _sha256(path: Path, limit: int = trust.EXTENSION_LIMIT) -> str:
     h = hashlib.sha256()
@@ -469,6 +518,7 @@ def cached_module(key: str, modname: str, label: str, source, cache_dir=None, pr
     "c": a second C translation unit}) and compiling it there if the entry is missing or fails entry_problem() (then with a CacheWarning). Under a file lock; the entry
     folder appears complete or not at all. `meta` (model name, ...) is recorded in build.json."""
     cache = trust.cache_folder(Path(cache_dir) if cache_dir else default_cache_dir())    # the user's alone
+    persist.install(DerivedStore(cache))            # the derivations a build needs, kept between processes
     target = cache / key
     so_path = target / (modname + _ext_suffix())
     info = {"key": key, "module": modname, "path": str(so_path), "cache_dir": str(cache), "hit": True,

@@ -14,7 +14,7 @@ from typing import Optional
 
 from ..algorithms import BuildError
 from . import trust
-from .cache import _KEY_RE, _temp_folder_owner, default_cache_dir, sweep_temp_folders
+from .cache import _KEY_RE, DerivedStore, _temp_folder_owner, default_cache_dir, sweep_temp_folders
 
 
 def _is_entry(folder: Path) -> bool:
@@ -103,15 +103,16 @@ def clean_cache(cache_dir=None, older_than_days: Optional[float] = None, timeout
     """Remove the cache's entries and the temporary folders no running build owns.
 
     Remove every entry (only those built more than older_than_days ago, if given), each under its lock
-    (an entry whose lock stays busy for `timeout` s - a build in progress - is skipped), and the temporary
-    folders no running build owns. Lock files stay: removing one a waiter has open would break the lock.
-    Returns {"entries": [keys], "temp": [paths], "busy": [keys], "freed": bytes}."""
+    (an entry whose lock stays busy for `timeout` s - a build in progress - is skipped), the temporary
+    folders no running build owns and the stored derivations (cache.DerivedStore; those older than
+    older_than_days). Lock files stay: removing one a waiter has open would break the lock.
+    Returns {"entries": [keys], "temp": [paths], "busy": [keys], "derived": files, "freed": bytes}."""
     from filelock import FileLock, Timeout
 
     if older_than_days is not None and not older_than_days >= 0:
         raise ValueError(f"--older-than must be a number of days >= 0, not {older_than_days}")
     cache = Path(cache_dir) if cache_dir else default_cache_dir()
-    done = {"entries": [], "temp": [], "busy": [], "freed": 0}
+    done = {"entries": [], "temp": [], "busy": [], "derived": 0, "freed": 0}
     if not cache.is_dir():
         return done
     max_age = None if older_than_days is None else older_than_days * 86400.0
@@ -132,6 +133,22 @@ def clean_cache(cache_dir=None, older_than_days: Optional[float] = None, timeout
                              f"system, or a folder you cannot write?)") from None
         done["entries"].append(e["key"])
         done["freed"] += e["size"]
+    derived = DerivedStore(cache).folder
+    if derived.is_dir() and not derived.is_symlink():
+        now = time.time()
+        for f in sorted(derived.iterdir()):
+            try:
+                st = f.lstat()
+                if max_age is None or now - st.st_mtime > max_age:
+                    f.unlink()
+                    done["derived"] += 1
+                    done["freed"] += st.st_size
+            except OSError:
+                pass
+        try:
+            derived.rmdir()                                 # (when empty)
+        except OSError:
+            pass
     sizes = {f: _tree_size(f) for f in temp_folders(cache)}
     for folder in sweep_temp_folders(cache, max_age=max_age or 0.0):
         done["temp"].append(str(folder))

@@ -58,6 +58,8 @@ import sympy as sp
 from sympy.printing.c import C99CodePrinter
 from sympy.printing.precedence import PRECEDENCE
 
+from .persist import persistent
+
 # ------------------------------------------------------------------ symbols (paper notation)
 
 xi = sp.Symbol("xi", real=True)                 # xi = s / l, [HW eq 3]
@@ -280,7 +282,7 @@ class _CPrinter(C99CodePrinter):
 CHORD_NAMES = ("chord_x", "chord_y", "chord", "cos_a", "sin_a")
 
 
-@lru_cache(maxsize=None)
+@persistent
 def _c_assignments_cached(what: Tuple[str, ...], e_name: str, F_name: str, J_name: str,
                           params: Tuple[str, str, str, str], temp_prefix: str) -> Tuple[Tuple[str, str], ...]:
     es = sp.MatrixSymbol(e_name, 8, 1)

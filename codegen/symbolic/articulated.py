@@ -35,6 +35,7 @@ from typing import Dict, List, Tuple
 import sympy as sp
 
 from .joints import _printer, skew
+from .persist import persistent, register
 
 REF_POINTS = ("centroid", "joint", "origin")
 UPPER: Tuple[Tuple[int, int], ...] = tuple((a, b) for a in range(6) for b in range(a, 6))
@@ -444,6 +445,7 @@ def _kernel(name: str, ref, n) -> Kernel:
     return makers[name]()
 
 
+@register
 @dataclass(frozen=True)
 class KernelCode:
     """A printed kernel: name, equation, description, parameters and lines."""
@@ -461,7 +463,7 @@ def kernel_code(name: str, ref: str = "origin", n: int = 1) -> KernelCode:
     return _kernel_code(name, ref if "r" in uses else None, n if "n" in uses else None)
 
 
-@lru_cache(maxsize=None)
+@persistent
 def _kernel_code(name: str, ref, n) -> KernelCode:
     k = _kernel(name, ref, n)
     return KernelCode(k.name, k.equation, k.doc, k.params(), tuple(k.lines))

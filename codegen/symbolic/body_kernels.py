@@ -36,6 +36,7 @@ from .articulated import Arg, Kernel, KernelCode, arr
 from .joints import joint_model
 from .layout import BODY_PARAMS as PB
 from .pattern import Pattern
+from .persist import persistent
 
 NIB = 10          # derived inertia numbers per body: m, h (3), I_O (6)
 
@@ -215,14 +216,14 @@ def body_kernels(patterns: Tuple[Pattern, ...], which: Tuple[str, ...] = ("kin",
     """The kernels for the patterns in use, printed (derived once per process).
 
     The kin kernels of the joint types in lean without joint columns (kin_kernel)."""
-    makers = {"kin": kin_kernel, "rnea": rnea_kernel, "rnea_back": rnea_back_kernel, "pose": pose_kernel}
-    return tuple(_code(w, p, (lambda p: kin_kernel(p, False)) if w == "kin" and p.type in lean else makers[w])
-                 for p in patterns for w in which)
+    return tuple(_code(w, p, w == "kin" and p.type in lean) for p in patterns for w in which)
 
 
-@lru_cache(maxsize=None)
-def _code(which, p, maker) -> KernelCode:
-    k = maker(p)
+@persistent
+def _code(which: str, p: Pattern, lean: bool) -> KernelCode:
+    """One printed kernel (kept between processes); lean: the kin kernel without joint columns."""
+    k = kin_kernel(p, False) if lean else {"kin": kin_kernel, "rnea": rnea_kernel, "rnea_back": rnea_back_kernel,
+                                           "pose": pose_kernel}[which](p)
     return KernelCode(k.name, k.equation, k.doc, k.params(), tuple(k.lines))
 
 

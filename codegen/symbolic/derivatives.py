@@ -42,7 +42,6 @@ The entries (DOF c a descendant of, or in the same group as, DOF d; otherwise th
 """
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Dict, Tuple
 
 import sympy as sp
@@ -50,6 +49,7 @@ import sympy as sp
 from .articulated import Arg, Kernel, KernelCode, arr
 from .joints import joint_model, skew
 from .layout import BODY_PARAMS as PB
+from .persist import persistent
 
 # Sub-joint groups of each joint type: DOF ranges [start, stop) whose columns are fixed in the frame after them
 # (one entry per codegen.model.JOINT_TYPES; tests/model/test_joint_types.py checks the coverage).
@@ -242,9 +242,9 @@ def derivative_kernel_objects() -> Tuple[Kernel, ...]:
             dcomposite_col(), mcross_kernel())
 
 
-@lru_cache(maxsize=None)
+@persistent
 def derivative_kernels() -> Tuple[KernelCode, ...]:
-    """The printed kernels of the derivative passes (templates/shared/derivatives.pyx.j2), derived once."""
+    """The printed kernels of the derivative passes (templates/shared/derivatives.pyx.j2), kept between processes."""
     return tuple(KernelCode(k.name, k.equation, k.doc, k.params(), tuple(k.lines)) for k in derivative_kernel_objects())
 
 

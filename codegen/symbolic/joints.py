@@ -23,6 +23,7 @@ from typing import Callable, Dict, List, Tuple
 import sympy as sp
 
 from ..model import JOINT_TYPES
+from .persist import persistent
 
 
 def skew(v):
@@ -247,9 +248,9 @@ def c_assignments(outputs: List[Tuple[str, sp.Matrix]], prefix: str = "x") -> Tu
     return temps, lines
 
 
-@lru_cache(maxsize=None)
+@persistent
 def jcalc_code(jtype: str) -> dict:
-    """Per-type code blocks for the templates: jcalc (parent-frame), jcalc_child, qdot."""
+    """Per-type code blocks for the templates: jcalc (parent-frame), jcalc_child, qdot (kept between processes)."""
     jm = joint_model(jtype)
     blocks = {}
     blocks["jcalc"] = c_assignments([("R", jm.R.T), ("d", jm.d), ("Sv", jm.S_v), ("Sw", jm.S_w),
