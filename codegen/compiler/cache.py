@@ -409,6 +409,7 @@ def current_umask() -> int:
             os.umask(_umask_cached)
         return _umask_cached
 
+
 class DerivedStore:
     """The derivations of codegen.symbolic.persist in ``<cache>/derived``, one JSON file each.
 

@@ -100,7 +100,7 @@ def temp_folders(cache_dir=None) -> list:
 
 
 def clean_cache(cache_dir=None, older_than_days: Optional[float] = None, timeout: float = 10.0) -> dict:
-    """Remove the cache's entries and the temporary folders no running build owns.
+    """Remove the cache's entries, the temporary folders no running build owns and the stored derivations.
 
     Remove every entry (only those built more than older_than_days ago, if given), each under its lock
     (an entry whose lock stays busy for `timeout` s - a build in progress - is skipped), the temporary
