@@ -88,20 +88,24 @@ def test_a_diverging_lane_stops_alone(lane_sys):
 
 def test_new_numbers_reach_the_lanes():
     """update_model's numbers (same topology) reach every lane before the next batch."""
-    s = get_system(chain(5), lanes=True, ref_point="joint")
+    s = get_system(CASES["origin"](), lanes=True, ref_point="origin")
     Q, U, _ = states(s, 4, 14)
+    heavy = CASES["origin"]()
+    for b in heavy.bodies:
+        b.mass *= 2.5
     try:
-        s.update_model(chain(5, m=2.5, L=0.7))
+        before = s.forward_dynamics_batch(Q, U, threads=1)
+        s.update_model(heavy)
         ref = np.array([s.forward_dynamics(Q[b], U[b]) for b in range(4)])
-        assert rel_err(s.forward_dynamics_batch(Q, U, threads=1), ref) < 1e-12
+        assert rel_err(s.forward_dynamics_batch(Q, U, threads=1), ref) < 1e-12 and rel_err(ref, before) > 1e-3
     finally:
-        s.update_model(chain(5))
+        s.update_model(CASES["origin"]())
     assert rel_err(s.forward_dynamics_batch(Q, U, threads=1), [s.forward_dynamics(Q[b], U[b]) for b in range(4)]) < 1e-12
 
 
 def test_what_the_lanes_lack_runs_one_state_per_pass():
     """A force hook and a state feedback law are not in the lanes: those batches run one state per pass."""
-    s = get_system(chain(3), lanes=True, ref_point="origin")
+    s = get_system(chain(3), lanes=True, ref_point="origin")      # (set_feedback: no quaternion joints)
     Q, U, _ = states(s, 5, 15)
     K = np.random.default_rng(16).normal(0, 1, (s.nv, 2 * s.nv))
     for on, off in ((lambda: s.set_hook(lambda t, q, u: -0.5 * u), lambda: s.set_hook(None)),
