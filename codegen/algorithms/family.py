@@ -36,9 +36,9 @@ class Family:
     loops: bool = False              # takes closed loops (cut joints, the model's `loops:` section)
     couplings: bool = False          # takes couplings (the model's `couplings:` section: joint-space rows)
     armature: Tuple[str, ...] = ()   # joint types whose armature (rotor inertia) it models
-    runtime: str = "tree"            # its run-time class (codegen.runtime.families.RUNTIMES)
+    runtime: str = "tree"            # its run-time class's kind (codegen.runtime.system.System.KINDS)
     cflags: Tuple[str, ...] = ()     # C compiler flags of its modules beyond the build's own (each dropped if the
-                                     # compiler refuses it: codegen.compiler.cache.accepted_flags)
+                                     # compiler refuses it: codegen.compiler.toolchain.accepted_flags)
 
     def resolve_options(self, **options) -> dict:
         """The family's options with their defaults filled in; BuildError for an unknown option or value."""

@@ -14,7 +14,8 @@ from typing import Optional
 
 from ..algorithms import BuildError
 from . import trust
-from .cache import _KEY_RE, DerivedStore, _temp_folder_owner, default_cache_dir, sweep_temp_folders
+from .cache import default_cache_dir
+from .entries import _KEY_RE, DerivedStore, _temp_folder_owner, sweep_temp_folders
 
 
 def _is_entry(folder: Path) -> bool:

@@ -309,7 +309,16 @@ def _normalised(v: np.ndarray, source, fld, message="axis must be non-zero", tin
 
 
 def _unit(v, source, fld):
-    return _normalised(np.asarray(v, float), source, fld)
+    """An axis (a direction) as a unit vector.
+
+    Any length is accepted but one whose square overflows: a component beyond PHYSICAL_RANGE (three of 1e308, whose
+    length is inf) is a broken file, refused by name."""
+    v = np.asarray(v, float)
+    big = float(np.abs(v).max()) if v.size else 0.0
+    if big > PHYSICAL_RANGE[1]:
+        raise ModelError(f"axis component {big:.3g} is beyond {PHYSICAL_RANGE[1]:g}: its length overflows; give a unit "
+                         f"vector (or any non-zero vector of moderate components)", source, fld)
+    return _normalised(v, source, fld)
 
 
 def _check_count(items, what, key, source, fld):

@@ -98,7 +98,7 @@ def require_writer(suffix: str):
 
 def _write(path, frames_iter, fps, suffix):
     """Frames (uint8 RGB arrays) into a temporary file beside ``path``, renamed into place when complete."""
-    from ..compiler.cache import current_umask
+    from ..compiler.entries import current_umask
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     if os.path.lexists(path) and not os.path.isfile(path):

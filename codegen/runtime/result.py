@@ -500,7 +500,7 @@ def atomic_write(path: str, writer):
 
     writer(fh) into a temporary file beside `path`, then rename it over `path`. The file gets the mode
     open() would give it (0o666 less the umask), not mkstemp's 0o600."""
-    from ..compiler.cache import current_umask
+    from ..compiler.entries import current_umask
     if os.path.lexists(path) and not os.path.isfile(path):       # a folder, a device (/dev/null), a FIFO
         raise ValueError(f"{path}: exists and is not a regular file; results are written to files only")
     folder = os.path.dirname(os.path.abspath(path))

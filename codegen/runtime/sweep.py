@@ -112,6 +112,9 @@ def run_chunk(model, spec, names, values, start, sim, shapes):
             "worker": f"{os.getpid()}:{threading.get_ident()}"}
 
 
+INFLIGHT_PER_WORKER = 4         # tasks per worker submitted ahead (a sweep submits its chunks in this window)
+
+
 def chunk_size(runs: int, workers: int, run_bytes: float, per_worker: int = 4, most: int = 1000,
                max_bytes: float = 32e6) -> int:
     """The number of runs per task.
@@ -453,11 +456,24 @@ def sweep(model, params, t_end: float, dt: float, integrator: Optional[str] = No
                 loads = {w: 1 for w in loads}                   # the one kernel of this process (built above)
             else:
                 fut_model = c.scatter(model, broadcast=True)
-                futures = [c.submit(run_chunk, fut_model, spec, names, values[k0:k0 + size], k0, task_sim, shapes,
-                                    pure=False) for k0 in starts]
                 from dask.distributed import as_completed
-                first = {f.key: k0 for f, k0 in zip(futures, starts)}
-                for f in as_completed(futures):
+                first, todo = {}, iter(starts)
+
+                def submit():             # the next chunk as a task, or None when every chunk is out
+                    k0 = next(todo, None)
+                    if k0 is None:
+                        return None
+                    f = c.submit(run_chunk, fut_model, spec, names, values[k0:k0 + size], k0, task_sim, shapes,
+                                 pure=False)
+                    first[f.key] = k0
+                    return f
+
+                # at most INFLIGHT_PER_WORKER tasks per worker in the scheduler at once: a sweep of 10^6 runs never
+                # floods it (the client's connection timed out while thousands of tasks were submitted) and its
+                # progress moves from the first chunk on
+                window = [f for f in (submit() for _ in range(INFLIGHT_PER_WORKER * n_par)) if f is not None]
+                pending = as_completed(window)
+                for f in pending:
                     try:
                         r = f.result()
                     except Exception as e:       # its worker died (KilledWorker after Dask's retries) or the task
@@ -465,12 +481,13 @@ def sweep(model, params, t_end: float, dt: float, integrator: Optional[str] = No
                         n = min(size, runs - k0)
                         r = {"start": k0, "arrays": {}, "error": [task_failed(e)] * n, "wall": np.zeros(n),
                              "loaded": False, "worker": ""}
-                        done(r, bar)
-                        loads.pop("", None)
-                        f.release()
-                        continue
                     done(r, bar)
+                    loads.pop("", None)
+                    del first[f.key]
                     f.release()
+                    nxt = submit()
+                    if nxt is not None:
+                        pending.add(nxt)
         meta.update(wall_time_s=time.perf_counter() - t_start, kernel_loads=loads, failed=int((~ok).sum()))
         extra = {"t": ts, "param_names": np.array(names, dtype=str),
                  "param_values": values, "ok": ok, "error": np.array(err, dtype=str), "wall_time": wall}

@@ -19,7 +19,7 @@ from typing import Callable, Optional, Protocol
 
 
 class Store(Protocol):
-    """Where the derivations live between processes (codegen.compiler.cache.DerivedStore)."""
+    """Where the derivations live between processes (codegen.compiler.entries.DerivedStore)."""
 
     def get(self, name: str) -> Optional[bytes]:
         """The bytes stored under `name`, or None (missing, unreadable or untrusted)."""

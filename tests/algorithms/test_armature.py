@@ -37,6 +37,7 @@ def tree():
     return m
 
 
+@pytest.mark.build
 def test_dense_mass_matrix_gains_the_diagonal_and_references_agree(tree):
     arm = with_armature(tree, 1)
     dense = get_system(tree, "dense")
@@ -62,6 +63,7 @@ def test_dense_mass_matrix_gains_the_diagonal_and_references_agree(tree):
             assert rel_err(s.inverse_dynamics(q, u, ref, 0.1), tau) < 1e-9, (rp, trial)
 
 
+@pytest.mark.build
 def test_energy_counts_the_rotors(tree):
     arm = with_armature(tree, 3)
     s = get_system(arm, ref_point="joint")
@@ -75,6 +77,7 @@ def test_energy_counts_the_rotors(tree):
     assert T == pytest.approx(0.5 * u @ get_system(arm, "dense").mass_matrix(q) @ u, rel=1e-11)
 
 
+@pytest.mark.build
 def test_mstmm_on_scalar_joints_matches_recursive_and_dense():
     """mstmm's hinge condensation with the armature on revolute, prismatic, cylindrical, universal and planar
     joints: accelerations and joint wrenches as the recursive and dense families (spherical and free joints are

@@ -59,6 +59,7 @@ def pin_reference(m, s, q, u, tau, ud):
     return ref_id, ref_fd
 
 
+@pytest.mark.build
 def test_matches_pinocchio():
     """A tree of pinocchio's native joint types (revolute, prismatic, spherical and fixed; fixed base, so v_pin = u):
     dtau/dq, dtau/du, M and dudot/dq, dudot/du, M^-1 equal pinocchio's computeRNEADerivatives /
@@ -84,6 +85,7 @@ def floating():
     return random_tree(14, seed=7, types=JOINT_MIX + ("free", "revolute", "spherical"), floating=True)
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("alg,opts", [("recursive", {"ref_point": "joint"}), ("mstmm", {})])
 def test_floating_base_matches_central_differences(floating, alg, opts):
     s = dsys(floating, alg, **opts)
@@ -107,6 +109,7 @@ def sprung():
     return c_export.sprung()
 
 
+@pytest.mark.build
 def test_families_and_solvers_agree(sprung):
     """dense and recursive (centroid) give the same derivatives to round-off (every family shares the derivative
     passes of templates/shared; only their forward dynamics differ; mstmm and the joint point are above), and the
@@ -132,6 +135,7 @@ def test_families_and_solvers_agree(sprung):
         k.set_derivative_method(2)
 
 
+@pytest.mark.build
 def test_force_elements_are_differentiated(sprung):
     s = dsys(sprung, "recursive", ref_point="centroid")
     assert sprung.springs and sprung.joint_forces
@@ -143,6 +147,7 @@ def test_force_elements_are_differentiated(sprung):
     assert rel_err(Aq, Fq) < TOL_FD and rel_err(Au, Fu) < TOL_FD
 
 
+@pytest.mark.build
 def test_armature_is_differentiated(sprung):
     """With armature on every joint (the same kernels: armature is a number): central differences, M^-1 times the
     dense family's M (CRBA + diag), both M^-1 products (dense tail and articulated solve) and the families agree."""
@@ -173,6 +178,7 @@ def test_armature_is_differentiated(sprung):
         k.set_derivative_method(0)
 
 
+@pytest.mark.build
 def test_batch_equals_single_calls(sprung):
     s = dsys(sprung, "recursive", ref_point="centroid")
     rng = np.random.default_rng(6)
@@ -192,6 +198,7 @@ def test_batch_equals_single_calls(sprung):
         s.forward_dynamics_derivatives(Q[0], U[0], out=(np.zeros(3),))
 
 
+@pytest.mark.build
 def test_linearize_and_rk4_step_against_rollout(floating):
     """Continuous A, B against central differences; the RK4 step Jacobians against central differences of one
     compiled rollout step (tangent coordinates at both ends), quaternion joints included."""
@@ -218,6 +225,7 @@ def test_linearize_and_rk4_step_against_rollout(floating):
     assert rel_err(Ad, F) < 1e-6 and rel_err(Bd, G) < 1e-5
 
 
+@pytest.mark.build
 def test_rollout_sensitivities_over_100_steps():
     """The product of the 100 step Jacobians equals central differences of the whole rollout's final state with
     respect to the initial state; one step's input columns, those with respect to that step's tau."""
@@ -251,6 +259,7 @@ def test_rollout_sensitivities_over_100_steps():
     assert rel_err(Pk @ B[0, k], central_jacobian(with_tau, 5)) < 1e-6
 
 
+@pytest.mark.build
 def test_feedback_is_compiled_and_differentiated():
     s = dsys(chain(5), ref_point="joint")
     rng = np.random.default_rng(14)
@@ -273,6 +282,7 @@ def test_feedback_is_compiled_and_differentiated():
         s.set_feedback(np.zeros((2, 2)))
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("base", ["fixed", "floating"])
 def test_point_springs_are_differentiated(base):
     """test_recursive's tree (every joint type, two point-to-point spring-dampers, one to the ground) and the
@@ -301,6 +311,7 @@ def test_point_springs_are_differentiated(base):
             k.set_derivative_method(0)
 
 
+@pytest.mark.build
 def test_refused_by_name():
     five = codegen.load_model(str(EXAMPLES / "five_bar.yaml"))
     s = get_system(five)
@@ -351,6 +362,7 @@ def test_ancestor_runs_of_a_tree():
 
 
 
+@pytest.mark.build
 def test_factored_tail_of_a_serial_chain():
     """On a serial chain the factored tail (M^-1 by mb_chain_minv, the products by mb_factored) gives what the dense
     tail gives: a free base and every joint type (column groups of several DOFs), spring-dampers, joint forces, point

@@ -2,6 +2,7 @@
 kinds alternate along the tree more than MAX_RUNS times, one loop that dispatches on each body's code, so the
 generated code does not grow with the body count. The dispatching kernels must agree with the dense formulation."""
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -41,6 +42,7 @@ def alternating_tree(n: int, seed: int):
     return codegen.model_from_dict(m.to_dict())
 
 
+@pytest.mark.build
 def test_alternating_kinds_dispatch_and_agree_with_dense():
     """A 60-body tree whose joint types and patterns change at most bodies: every pass is one dispatching loop, and
     dense (which dispatches too), recursive (origin), cfa and mstmm give pinocchio's accelerations (built

@@ -65,6 +65,7 @@ def test_inspect_list_describes_each_entry(capsys):
         assert len(desc.split()) >= 4 and key not in desc, r      # a sentence, not the entry's own name
 
 
+@pytest.mark.build
 def test_default_output_names_do_not_collide(tmp_path, monkeypatch, capsys):
     """The README's runs of one model with other algorithms or options each keep their own results."""
     monkeypatch.chdir(tmp_path)

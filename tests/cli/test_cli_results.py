@@ -3,9 +3,12 @@ import json
 import os
 
 import numpy as np
+import pytest
 
 import codegen
 from codegen.cli import main
+
+pytestmark = pytest.mark.build          # every test here compiles or loads a kernel (tests/conftest.py)
 
 
 def test_simulate_writes_documented_results(tmp_path, capsys):

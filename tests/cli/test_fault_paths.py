@@ -11,6 +11,7 @@ import pytest
 from codegen.cli import main
 
 
+@pytest.mark.build
 def test_the_default_out_is_checked_before_the_run(tmp_path, monkeypatch, capsys):
     """`results` is a file where the default --out would create the folder: exit 2 naming it, nothing written."""
     monkeypatch.chdir(tmp_path)
@@ -24,6 +25,7 @@ def test_the_default_out_is_checked_before_the_run(tmp_path, monkeypatch, capsys
     assert sorted(os.listdir(tmp_path)) == ["results"]
 
 
+@pytest.mark.build
 def test_a_full_disk_under_out_is_one_line(tmp_path, capsys):
     mnt = tmp_path / "fs"
     mnt.mkdir()

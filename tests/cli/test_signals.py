@@ -11,6 +11,8 @@ import pytest
 import codegen
 from support.systems import ROOT, get_system
 
+pytestmark = pytest.mark.build          # every test here compiles or loads a kernel (tests/conftest.py)
+
 
 @pytest.fixture(scope="module")
 def chain3():

@@ -10,6 +10,8 @@ import pytest
 
 from codegen.cli import main
 
+pytestmark = pytest.mark.build          # every test here compiles or loads a kernel (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("sympy", "jinja2", "matplotlib", "scipy", "dask", "Cython", "jsonschema", "tqdm", "filelock",
          "importlib.metadata")

@@ -23,6 +23,7 @@ def test_key_depends_on_topology_and_options_not_numbers():
     assert build_key(a, "recursive", o) != build_key(a, "dense", resolve_options("dense"))
 
 
+@pytest.mark.build
 def test_lanes_switch_is_in_the_key_and_test_builds_have_no_lanes(monkeypatch):
     """MBGEN_LANES=0 (the suite's setting, tests/conftest.py) builds recursive modules without their lanes, under
     another key: such a module runs its batches one state per pass (System.lanes 1)."""
@@ -52,6 +53,7 @@ def test_key_names_the_processor_the_kernels_are_tuned_for():
     assert out["1"][2].strip() in ("['-march=native']", "[]")      # [] only for a compiler that refuses it
 
 
+@pytest.mark.build
 def test_test_builds_at_Og_agree_with_O3(monkeypatch):
     """The suite compiles at -Og (MBGEN_OPT=g, set by conftest), users' kernels at -O3: the same model gives two keys
     and the same numbers to round-off (forces, springs, every joint type); a level gcc does not have is refused."""
@@ -76,6 +78,7 @@ def test_test_builds_at_Og_agree_with_O3(monkeypatch):
         cache.opt_flags()
 
 
+@pytest.mark.build
 def test_family_cflags_reach_the_compiler_if_it_takes_them(monkeypatch, tmp_path):
     """A family's own C flags (mstmm: gcc's inliner limits) go into its modules' compile; a flag the compiler refuses
     is dropped, not an error; the other families add none."""
@@ -94,6 +97,7 @@ def test_family_cflags_reach_the_compiler_if_it_takes_them(monkeypatch, tmp_path
     assert seen == [list(flags), []]
 
 
+@pytest.mark.build
 def test_cache_hit_reuses_module():
     m = codegen.load_model("examples/balance_pendulum.yaml")
     first = get_system(m, ref_point="centroid")
@@ -105,6 +109,7 @@ def test_cache_hit_reuses_module():
     assert json.load(open(os.path.join(folder, "build.json")))["key"] == first.build_info["key"]
 
 
+@pytest.mark.build
 def test_concurrent_builds_of_one_model_are_safe(tmp_path):
     """Two processes build the same new model into an empty cache at once: both succeed, one folder."""
     code = ("import codegen, sys; m = codegen.models.chain(2, m=float(sys.argv[1]));"

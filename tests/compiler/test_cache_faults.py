@@ -86,6 +86,7 @@ def four_builds(tmp_path_factory):
     return cache, name, [json.loads(o[0].strip().splitlines()[-1]) for o in outs]
 
 
+@pytest.mark.build
 def test_four_concurrent_builds_compile_once(four_builds):
     cache, name, results = four_builds
     keys = {r["key"] for r in results}
@@ -103,6 +104,7 @@ def test_four_concurrent_builds_compile_once(four_builds):
     assert entry_problem(cache / key, meta["module"]) is None
 
 
+@pytest.mark.build
 def test_cache_entry_follows_umask(four_builds):
     cache, _, results = four_builds
     entry = cache / results[0]["key"]
@@ -150,6 +152,7 @@ def tiny_entry(tmp_path_factory):
     return cache, key, modname
 
 
+@pytest.mark.build
 def test_damaged_extension_is_rebuilt_not_loaded(tiny_entry, tmp_path):
     """A truncated, zeroed or one-byte-flipped .so (which the import would die on, e.g. SIGBUS when
     truncated) is caught by its SHA-256 before the import: the next build, in a fresh process and cache for
@@ -176,6 +179,28 @@ def test_damaged_extension_is_rebuilt_not_loaded(tiny_entry, tmp_path):
         assert _temp_folders(os.path.dirname(entry)) == [], case
 
 
+@pytest.mark.build
+def test_another_modules_extension_is_rebuilt(tiny_entry, tmp_path):
+    """An entry whose extension is another model's module, with its build.json made consistent (name, key, checksum),
+    which the import would refuse with a traceback ("does not define module export function"): found before the
+    import (the extension must export PyInit_<module>), rebuilt with a warning saying so; in a fresh process, as a
+    user's next `mbgen simulate`."""
+    cache, key, modname = tiny_entry
+    key2, mod2 = uuid.uuid4().hex[:20], f"mbgen_tiny_{uuid.uuid4().hex[:8]}"
+    entry = _copy_entry(cache, key, tmp_path / "cache")
+    target = os.path.join(os.path.dirname(entry), key2)
+    os.rename(entry, target)
+    os.rename(os.path.join(target, modname + _ext_suffix()), os.path.join(target, mod2 + _ext_suffix()))
+    meta = json.load(open(os.path.join(target, "build.json")))
+    meta.update(key=key2, module=mod2)
+    open(os.path.join(target, "build.json"), "w").write(json.dumps(meta))
+    assert f"does not define PyInit_{mod2} (another module's extension)" in entry_problem(target, mod2)
+    out = _run(BUILD_TINY, key2, mod2, tmp_path / "cache")
+    assert out["hit"] is False and out["answer"] == 42, out
+    assert len(out["warnings"]) == 1 and f"does not define PyInit_{mod2}" in out["warnings"][0], out
+    assert entry_problem(target, mod2) is None
+
+
 def _edit_json(field, value):
     def edit(path):
         meta = json.load(open(path))
@@ -184,6 +209,7 @@ def _edit_json(field, value):
     return edit
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("damage, reason", [
     (os.remove, "build.json is missing"),
     (lambda p: open(p, "wb").write(b"\x00" * 40), "build.json is unreadable"),
@@ -213,6 +239,7 @@ def _link(path, to):
     os.symlink(to, path)
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("damage, reason", [
     (lambda e, m, t: _fifo(os.path.join(e, "build.json")), "build.json is a FIFO"),
     (lambda e, m, t: (shutil.copy(os.path.join(e, "build.json"), t / "b.json"),
@@ -237,6 +264,7 @@ def test_planted_or_shared_cache_files_are_not_trusted(tiny_entry, tmp_path, dam
         assert sorted(os.listdir(tmp_path / "planted")) == sorted(os.listdir(os.path.join(cache, key)))
 
 
+@pytest.mark.build
 def test_a_cache_folder_others_can_write_is_refused(tiny_entry, tmp_path, capsys):
     """A world- or group-writable cache folder (a shared MBGEN_CACHE_DIR) is refused with the way out, before any
     entry is read; so is a cache folder under a file, and a lock that is a folder (exit 2 from the CLI)."""
@@ -269,6 +297,7 @@ def _dead_pid():
         return 2 ** 22 + 1
 
 
+@pytest.mark.build
 def test_killed_build_recovers_and_is_swept(tmp_path):
     """SIGKILL while the C compiler runs: no entry appears, the crashed holder's lock does not block, and the
     next build compiles, loads and sweeps the temporary folders no live build owns."""
@@ -313,6 +342,7 @@ def test_killed_build_recovers_and_is_swept(tmp_path):
     assert codegen.build(_chain(name), cache_dir=str(cache)).build_info["hit"] is True
 
 
+@pytest.mark.build
 def test_cache_cli_info_and_clean(tiny_entry, tmp_path, capsys):
     cache, key, modname = tiny_entry
     c = str(tmp_path / "cache")
@@ -363,6 +393,7 @@ def small_tmpfs(tmp_path):
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
 
+@pytest.mark.build
 def test_a_full_or_read_only_cache_file_system_is_named(small_tmpfs, capsys):
     """The compiler's output does not fit (ENOSPC), or the cache cannot be created (EROFS): exit 2 naming the cache
     folder and what to do, no traceback, no temporary folder left."""
@@ -376,6 +407,7 @@ def test_a_full_or_read_only_cache_file_system_is_named(small_tmpfs, capsys):
     assert "cannot be created: Read-only file system" in capsys.readouterr().err
 
 
+@pytest.mark.build
 def test_the_compiler_running_out_of_space_is_named(tmp_path, capsys):
     """A cache file system with room for the .pyx but not for Cython's C output: exit 2 naming the cache and
     the full disk, not Cython's own traceback, and no temporary build folder left on the full disk."""

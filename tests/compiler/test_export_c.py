@@ -62,6 +62,7 @@ def joint_wrench(lib, q, u, tau=None, t=0.0):
 EXPORTS = [(r, "recursive") for r in CASES] + [("centroid", "dense")]
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("ref_point, algorithm", EXPORTS, ids=[f"{a}-{r}" for r, a in EXPORTS])
 def test_matches_the_python_module(tmp_path_factory, ref_point, algorithm):
     """Forward dynamics (with tau and time functions), RNEA, mass matrix, joint wrenches and an RK4 rollout with
@@ -109,6 +110,7 @@ def derivatives(lib, name, q, u, a, t=0.0):
 DERIVS = [(r, a, "") for r, a in EXPORTS] + [("centroid", "dense", "_floating")]
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("ref_point, algorithm, tag", DERIVS, ids=[f"{a}-{r}{t}" for r, a, t in DERIVS])
 def test_derivatives_match_the_python_module(tmp_path_factory, ref_point, algorithm, tag):
     """NAME_forward_dynamics_derivatives (dudot/dq, dudot/du, M^-1) and NAME_inverse_dynamics_derivatives (dtau/dq,
@@ -133,6 +135,7 @@ def test_derivatives_match_the_python_module(tmp_path_factory, ref_point, algori
             assert np.max(np.abs(b)) > 1e-3 and rel_err(a, b) < 1e-10, (ref_point, algorithm, tag)
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("algorithm", EXPORT_FAMILIES)
 def test_floating_base_at_the_centroid(tmp_path_factory, algorithm):
     """The floating tree (free joints at the root and inside) exported at the centroid (the default) and by the
@@ -150,6 +153,7 @@ def test_floating_base_at_the_centroid(tmp_path_factory, algorithm):
         assert rel_err(joint_wrench(lib, q, u, tau), s.kernel.joint_wrench(q, u, tau)) < 1e-10
 
 
+@pytest.mark.build
 def test_set_params_takes_the_numbers_of_update_model(tmp_path_factory):
     """set_params with the parameter vector of another model of the same topology (what update_model loads, and
     what params_header writes out) gives that model's dynamics."""
@@ -175,6 +179,7 @@ def test_set_params_takes_the_numbers_of_update_model(tmp_path_factory):
     assert repr(float(p2[-1])) in text and f"{prefix.upper()}_PARAMS" in text
 
 
+@pytest.mark.build
 def test_main_runs_from_the_makefile(tmp_path_factory):
     """`make run` builds NAME_main (strict flags) and prints the forward dynamics and joint wrenches at the initial
     state and the state after 100 RK4 steps of 1 ms: the Python module's numbers."""
@@ -194,6 +199,7 @@ def test_main_runs_from_the_makefile(tmp_path_factory):
     assert rel_err(x, np.concatenate([qs[0, -1], us[0, -1]])) < 1e-11
 
 
+@pytest.mark.build
 @pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not installed")
 def test_cmake_builds_the_library_and_main(tmp_path_factory):
     m, prefix, folder, _ = exported(tmp_path_factory, "origin")
@@ -206,6 +212,7 @@ def test_cmake_builds_the_library_and_main(tmp_path_factory):
     assert run.returncode == 0 and "udot[0] = " in run.stdout
 
 
+@pytest.mark.build
 def test_casadi_external_functions(tmp_path_factory):
     """casadi.external("NAME_fd", "libNAME.so"), NAME_id and NAME_jw (6 x NB) evaluate the Python module's dynamics
     and joint wrenches (t = 0)."""
@@ -318,6 +325,7 @@ def planted(payload):
     return d
 
 
+@pytest.mark.build
 def test_hostile_names_reach_the_c_files_only_inside_comments(tmp_path):
     """Every user string (model, body, joint, force names) carries a payload that tries to leave a C comment; no
     piece of it is outside one in any file, the prefix made from the name is a plain identifier, and the most

@@ -89,6 +89,7 @@ def test_comment_filter_keeps_one_printable_line():
         assert all(" " <= ch <= "~" for ch in c)
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("algorithm", ["recursive", "dense", "mstmm"])
 def test_planted_names_never_run(tmp_path, algorithm):
     flag = tmp_path / "ran.txt"
@@ -142,6 +143,7 @@ def _beam(d):
     return beam_model_from_dict(d, source="<planted>")
 
 
+@pytest.mark.build
 def test_default_output_name_is_sanitised(tmp_path, monkeypatch):
     for name in ["/etc/passwd", "../../x", "..", "a/b\\c", "", "\n", "ok_name-1.2"]:
         stem = safe_stem(name)

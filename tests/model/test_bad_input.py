@@ -364,9 +364,9 @@ def test_names_printable_accepted_else_refused(work, capsys, name):
 
 
 @SETTINGS
-@given(scale=st.floats(1e-10, 1e307), x=st.floats(-1, 1), y=st.floats(-1, 1), z=st.floats(0.1, 1))
+@given(scale=st.floats(1e-10, 1e100), x=st.floats(-1, 1), y=st.floats(-1, 1), z=st.floats(0.1, 1))
 def test_non_unit_and_huge_axes_are_normalised(work, capsys, scale, x, y, z):
-    """Non-unit axes are accepted and normalised without overflow ([1e308, 1e308, 0] included)."""
+    """Non-unit axes are accepted and normalised without overflow (components up to 1e100)."""
     d = copy.deepcopy(RIGID)
     d["joints"][0]["axis"] = [x * scale, y * scale, z * scale]
     path = work.write(dump(d))
@@ -376,10 +376,14 @@ def test_non_unit_and_huge_axes_are_normalised(work, capsys, scale, x, y, z):
     assert abs(sum(a * a for a in axis) - 1) < 1e-12
 
 
-def test_overflowing_axis_norm(work, capsys):
-    d = set_path(RIGID, ("joints", 0, "axis"), [1e308, 1e308, 0])
-    m = codegen.load_model(work.write(dump(d)))
-    assert abs(m.joints[0].axis[0] - 2 ** -0.5) < 1e-15
+@pytest.mark.parametrize("axis", [[1e308, 1e308, 1e308], [1e308, 1e308, 0], [0, -1e101, 0]])
+def test_an_axis_whose_length_overflows_is_refused(work, capsys, axis):
+    """An axis of three 1e308 components (its length is inf) is a broken file: refused naming the field."""
+    err = assert_refused(capsys, work.write(dump(set_path(RIGID, ("joints", 0, "axis"), axis))), ["joints[j1].axis"])
+    assert "its length overflows" in err
+
+
+def test_overflowing_quaternion_norm(work, capsys):
     d = set_path(RIGID, ("joints", 1, "q0"), [1e308, 1e308, 0, 0])
     assert abs(codegen.load_model(work.write(dump(d))).joints[1].q0[0] - 2 ** -0.5) < 1e-15
 

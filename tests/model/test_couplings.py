@@ -66,6 +66,7 @@ def _mujoco_hard(mj, mujoco, q, u):
     return sum(wi * a for wi, a in zip(w, acc)), M
 
 
+@pytest.mark.build
 def test_mjcf_imports_joint_and_tendon_equalities(mjcf):
     m, s, mj, _ = mjcf
     assert [(c.name, c.joint, c.joint2, c.tendon, c.tendon2) for c in m.couplings] == [
@@ -76,6 +77,7 @@ def test_mjcf_imports_joint_and_tendon_equalities(mjcf):
         assert abs(c.residual(m, q0)) < 1e-15
 
 
+@pytest.mark.build
 def test_mjcf_matches_mujoco_stiff(mjcf):
     """Where the nonlinear couplings' L2 is at rest: MuJoCo's extrapolated qacc equals ours."""
     m, s, mj, mujoco = mjcf
@@ -87,6 +89,7 @@ def test_mjcf_matches_mujoco_stiff(mjcf):
         assert rel_err(s.forward_dynamics(q, u), ref) < 1e-7
 
 
+@pytest.mark.build
 def test_mjcf_matches_mujoco_plus_the_rate_term(mjcf):
     m, s, mj, mujoco = mjcf
     rng = np.random.default_rng(2)
@@ -105,6 +108,7 @@ def test_mjcf_matches_mujoco_plus_the_rate_term(mjcf):
         assert rel_err(ours, ref + Mi @ J.T @ np.linalg.solve(J @ Mi @ J.T, g)) < 1e-7     # ... and only that
 
 
+@pytest.mark.build
 def test_mjcf_run_keeps_the_couplings(mjcf):
     m, s, _, _ = mjcf
     r = s.simulate(0.5, 2e-3)
@@ -119,6 +123,7 @@ def urdf():
     return m, get_system(m, "recursive")
 
 
+@pytest.mark.build
 def test_urdf_mimic_couples_by_default(urdf):
     m, _ = urdf
     assert [(c.name, c.joint, c.joint2, list(c.polycoef[:2])) for c in m.couplings] == [
@@ -130,6 +135,7 @@ def test_urdf_mimic_couples_by_default(urdf):
         codegen.load_model(URDF, mimic="refuse")
 
 
+@pytest.mark.build
 def test_urdf_mimic_matches_pinocchio(urdf):
     """pinocchio 3's mimic model (mimic=True: the mimic joints have no coordinates of their own): its reduced
     accelerations M^-1 (-h) equal ours, and the mimic joints follow multiplier times theirs."""

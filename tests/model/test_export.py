@@ -76,6 +76,7 @@ def test_mjcf_of_every_joint_type_against_mujoco(tmp_path):
         assert rel_err(peer_back.aba(q, u, f), ref) < 1e-12
 
 
+@pytest.mark.build
 def test_humanoid_mjcf_roundtrip_compiled(tmp_path):
     """ours -> MJCF -> ours with the compiled recursive kernel: free root, spherical, universal (two hinges in one
     body) and revolute joints; the same coordinates, accelerations to round-off."""

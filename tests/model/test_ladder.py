@@ -126,6 +126,7 @@ def test_arguments_are_checked():
 
 
 # ---------------------------------------------------------------------------------------------- against the oracle
+@pytest.mark.build
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("k", BUILT_K)
 def test_recursive_forward_dynamics_matches_kkt(family, k):
@@ -144,6 +145,7 @@ def test_recursive_forward_dynamics_matches_kkt(family, k):
         assert rel_err(s.forward_dynamics(q, u), kk.forward(q, u)[0]) < 1e-9
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("family", FAMILIES)
 def test_simulates_with_the_recursive_method(family):
     """The model's own simulation defaults (RK4, dt 1 ms, 1 s) on k = 3: energy kept, loops kept closed."""

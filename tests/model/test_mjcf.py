@@ -63,6 +63,7 @@ def test_mjcf_matches_mj_forward(name):
         assert rel_err(peer.aba(q, u, tau + spring_forces(m, q, u)), qacc(q, u, tau)) < 1e-12
 
 
+@pytest.mark.build
 def test_free_tree_compiled_kernel_matches_mj_forward():
     path = os.path.join(HERE, "free_tree.xml")
     m = codegen.load_model(path)

@@ -33,6 +33,7 @@ def arm():
     return m, mj, get_system(m, derivatives=True)      # one module: the derivative tests use it too
 
 
+@pytest.mark.build
 def test_imported_with_their_dynamics(arm, capsys):
     m, mj, s = arm
     assert [(a.name, a.dynamics, a.timeconst) for a in m.actuators] == [
@@ -46,6 +47,7 @@ def test_imported_with_their_dynamics(arm, capsys):
         in out and "activation integrator in [-0.5, 0.8]" in out and "wrist_motor: general on wrist, gear 2\n" in out
 
 
+@pytest.mark.build
 def test_accelerations_and_activation_rates_match_mj_forward(arm):
     m, mj, s = arm
     d = mujoco.MjData(mj)
@@ -67,6 +69,7 @@ def test_accelerations_and_activation_rates_match_mj_forward(arm):
         s.set_act([0.0, np.nan, 0.0])
 
 
+@pytest.mark.build
 def test_rollout_matches_mujoco_and_simulate(arm):
     from mujoco import rollout
     m, mj, s = arm
@@ -105,6 +108,7 @@ def test_rollout_matches_mujoco_and_simulate(arm):
         s.rollout(q0[None], u0[None], 3, dt, act0=np.zeros((2, 3)))
 
 
+@pytest.mark.build
 def test_activation_stays_in_its_range(arm):
     """The integrator's activation under a control that drives it out of [-0.5, 0.8]: it stops at 0.8 (dopri5 and
     rk4), and filters relax to their controls with their time constants."""
@@ -119,6 +123,7 @@ def test_activation_stays_in_its_range(arm):
         assert act[k, 0] == pytest.approx(0.5 * (1 - np.exp(-res.t[k] / 0.05)), rel=1e-6)
 
 
+@pytest.mark.build
 def test_derivatives_at_fixed_activations_and_refusals(arm):
     """forward_dynamics_derivatives at the activations of set_act against central differences (the actuators'
     gain times act, their bias in L and V)."""
@@ -139,6 +144,7 @@ def test_derivatives_at_fixed_activations_and_refusals(arm):
         s.set_act(None)
 
 
+@pytest.mark.build
 def test_linearize_and_sensitivities_carry_the_activations(arm):
     """x = (q, u, act): the continuous A against central differences of (u, udot, dact/dt) (the arm's hinges: the
     tangent coordinates are the coordinates), the RK4 step's against differences of rollout, and rollout's
@@ -182,6 +188,7 @@ def test_linearize_and_sensitivities_carry_the_activations(arm):
     assert rel_err(P, Pfd) < 1e-6 and rel_err(acts[0, -1], step(x0, 20)[2 * nv:]) < 1e-15
 
 
+@pytest.mark.build
 def test_yaml_form_round_trips(arm, tmp_path):
     m, _, _ = arm
     d = m.to_dict()

@@ -41,6 +41,7 @@ def random_ctrl(mj, rng, n=None):
     return rng.uniform(lo, hi, size=(mj.nu,) if n is None else (n, mj.nu))
 
 
+@pytest.mark.build
 def test_imported_in_mujocos_order(arm, capsys):
     m, mj, _ = arm
     assert main(["check", ARM]) == 0                                       # `mbgen check` lists the robot physics
@@ -57,6 +58,7 @@ def test_imported_in_mujocos_order(arm, capsys):
     assert m.actuators[0].gear == 25 and m.actuators[0].ctrlrange.tolist() == [-1, 1]
 
 
+@pytest.mark.build
 def test_accelerations_match_mj_forward(arm):
     m, mj, s = arm
     d = mujoco.MjData(mj)
@@ -73,12 +75,19 @@ def test_accelerations_match_mj_forward(arm):
         assert rel_err(s.kernel.actuator_forces_at(np.r_[q, u][None], [0.0])[0][0], d.actuator_force) < 1e-12
         clamped += np.any(np.abs(d.actuator_force[1]) == 8) + np.any(np.abs(c[[0, 3]]) > [1, 2])
     assert clamped >= 5                                      # the ranges were exercised
+    # the documented positional order (q, u, tau, t, ctrl) is the bound method's; out only by keyword
+    want = s.forward_dynamics(q, u, None, 0.0, ctrl=c)
+    assert np.array_equal(s.forward_dynamics(q, u, None, 0.0, c), want)
+    assert np.array_equal(s.inverse_dynamics(q, u, want, 0.0, c), s.inverse_dynamics(q, u, want, ctrl=c))
+    with pytest.raises(TypeError):
+        s.forward_dynamics(q, u, None, 0.0, c, np.empty(m.nv))
     # without ctrl: each actuator's ctrl function of the file (MJCF: 0)
     d.ctrl[:] = 0
     mujoco.mj_forward(mj, d)
     assert rel_err(s.forward_dynamics(d.qpos, d.qvel, d.qfrc_applied), d.qacc) < 1e-9
 
 
+@pytest.mark.build
 def test_rollout_matches_mujoco_rollout_and_simulate(arm):
     from mujoco import rollout
     m, mj, s = arm
@@ -112,6 +121,7 @@ def test_rollout_matches_mujoco_rollout_and_simulate(arm):
     assert res.meta["energy"]["value"] < 1e-4          # the actuators' work is counted (left out: 7e-2)
 
 
+@pytest.mark.build
 def test_derivatives_with_actuators(arm):
     """The actuators' partials (position and velocity servos, the affine gain and bias) in the analytical
     derivatives: central differences of forward_dynamics with the same controls."""
@@ -146,6 +156,7 @@ SERVO = {
 }
 
 
+@pytest.mark.build
 def test_position_servo_reaches_its_target(tmp_path):
     """A position actuator whose ctrl is a step in the model file: a compiled PD law; no Python per step."""
     f = tmp_path / "servo.yaml"
@@ -191,6 +202,7 @@ def test_unmodelled_mujoco_actuators_are_refused_by_name(tmp_path, capsys, actua
     assert "actuator" in err and words in err and "Traceback" not in err, err
 
 
+@pytest.mark.build
 def test_gymnasium_ant_matches_mj_forward():
     """A real robot file as it ships: gymnasium's ant (free base, armature on every hinge, 8 motors with gear and
     ctrlrange, limited hips and ankles), loaded with its contacts ignored; random states inside the limits and
@@ -217,6 +229,7 @@ def test_gymnasium_ant_matches_mj_forward():
         assert rel_err(s.forward_dynamics(q, u, ctrl=c), d.qacc) < 1e-9
 
 
+@pytest.mark.build
 def test_connect_constraint_closes_a_loop_as_a_cut_joint():
     """An MJCF connect equality constraint becomes a spherical cut joint (the anchor in each body's frame, MuJoCo's
     eq_data); the recursive family's constrained accelerations equal the KKT oracle built from the model dict along
@@ -235,6 +248,7 @@ def test_connect_constraint_closes_a_loop_as_a_cut_joint():
         assert rel_err(s.forward_dynamics(res.q[k], res.u[k]), ud_ref) < 1e-6, k
 
 
+@pytest.mark.build
 def test_weld_constraint_is_a_fixed_cut_joint():
     """A weld (body1's frame at relpose, body2's at the anchor: MuJoCo's eq_data) becomes a fixed cut joint: a free
     box welded to a pendulum's tip moves with it, as the KKT oracle says, the weld held to round-off."""

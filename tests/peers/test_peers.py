@@ -100,6 +100,7 @@ def test_models_cover_all_joint_types():
     assert any(j.type == "fixed" and any(k.parent == j.child for k in m.joints) for j in m.joints)
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("case, ref_point", PAIRS)
 def test_forward_dynamics_vs_aba(systems, pin_peers, case, ref_point):
     s, peer = systems(case, "recursive", ref_point), pin_peers(case)
@@ -112,6 +113,7 @@ def test_forward_dynamics_vs_aba(systems, pin_peers, case, ref_point):
     assert worst < TOL, f"{case}/{ref_point}: forward dynamics vs pinocchio ABA, rel err {worst:.3e}"
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("case, ref_point", PAIRS)
 def test_inverse_dynamics_vs_rnea(systems, pin_peers, case, ref_point):
     s, peer = systems(case, "recursive", ref_point), pin_peers(case)
@@ -125,6 +127,7 @@ def test_inverse_dynamics_vs_rnea(systems, pin_peers, case, ref_point):
     assert worst_m < TOL, f"{case}/{ref_point}: mass matrix from RNEA columns vs CRBA, rel err {worst_m:.3e}"
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("case", DENSE_CASES)
 def test_dense_vs_crba_and_aba(systems, pin_peers, case):
     s, peer = systems(case, "dense"), pin_peers(case)
@@ -136,6 +139,7 @@ def test_dense_vs_crba_and_aba(systems, pin_peers, case):
     assert worst_fd < TOL, f"{case}: dense forward dynamics vs pinocchio ABA, rel err {worst_fd:.3e}"
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("case, ref_point", PAIRS)
 def test_body_poses_vs_forward_kinematics(systems, pin_peers, case, ref_point):
     s, peer = systems(case, "recursive", ref_point), pin_peers(case)
@@ -148,6 +152,7 @@ def test_body_poses_vs_forward_kinematics(systems, pin_peers, case, ref_point):
         assert np.max(np.abs(rot - rot_ref)) < TOL, f"{case}/{ref_point}: user body frame orientations"
 
 
+@pytest.mark.build
 def test_pinocchio_comparison_can_fail(systems):
     """A 1 % mass change of one body, or pinocchio's quaternion order taken as ours, must be detected."""
     for case, body in (("fixed_s3", 4), ("floating_s3", 0), ("humanoid", 2)):
@@ -182,6 +187,7 @@ def _mujoco_qacc(mj, mm, q, u, tau):
     return np.array(d.qacc), np.array(d.xipos[1:])
 
 
+@pytest.mark.build
 def test_chain_vs_mujoco(systems):
     """MuJoCo hinges: qpos is the relative angle from the MJCF reference pose (straight along +x), about the
     joint axis through the anchor, right-handed: the same q and u as ours, no sign or offset mapping."""

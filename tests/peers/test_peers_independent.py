@@ -27,6 +27,8 @@ import copy
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.build          # every test here compiles or loads a kernel (tests/conftest.py)
+
 pin = pytest.importorskip("pinocchio")
 
 from support import peers_from_file as pf  # noqa: E402

@@ -82,6 +82,7 @@ def prebuilt():
     prebuild_files([(_path(r), fb, alg, opts) for r, fb, alg, opts in COMPILED])
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("robot, floating, algorithm, options", COMPILED,
                          ids=[f"{os.path.basename(r)}-{'floating' if fb else 'fixed'}-{a}-{o.get('ref_point', '')}"
                               for r, fb, a, o in COMPILED])
@@ -100,6 +101,7 @@ def test_compiled_kernel_against_pinocchio(prebuilt, robot, floating, algorithm,
     assert rel_err(s.mass_matrix(q), peer.crba(q)) < TOL
 
 
+@pytest.mark.build
 def test_simulate_a_urdf_from_the_command_line(prebuilt, tmp_path, capsys):
     """mbgen simulate robot.urdf (the dense kernel of massless_chain.urdf, built above)."""
     import numpy as np

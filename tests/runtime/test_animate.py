@@ -10,6 +10,8 @@ from codegen.cli import main
 from codegen.runtime.animate import _plane, _rotate, _Scene, animate, element_curves
 from support.systems import EXAMPLES, get_system
 
+pytestmark = pytest.mark.build          # every test here compiles or loads a kernel (tests/conftest.py)
+
 imageio = pytest.importorskip("imageio.v2")
 pytest.importorskip("imageio_ffmpeg")
 

@@ -7,6 +7,8 @@ import pytest
 from codegen.models import chain, humanoid
 from support.systems import get_system, rel_err
 
+pytestmark = pytest.mark.build          # every test here compiles or loads a kernel (tests/conftest.py)
+
 
 @pytest.fixture(scope="module")
 def chain_sys():

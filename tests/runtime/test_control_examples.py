@@ -10,6 +10,8 @@ import pytest
 import codegen
 from support.systems import EXAMPLES, get_system
 
+pytestmark = pytest.mark.build          # every test here compiles or loads a kernel (tests/conftest.py)
+
 
 def load_example(name):
     spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")

@@ -28,6 +28,7 @@ def meta_of(path):
 
 # ---------------------------------------------------------------- every shipped example runs as it is
 
+@pytest.mark.build
 @pytest.mark.parametrize("path", EXAMPLES, ids=[os.path.basename(p) for p in EXAMPLES])
 def test_shipped_example_runs_with_its_own_defaults(path, tmp_path, capsys):
     """`mbgen simulate FILE` and nothing else: exit 0, finite results, the file's energy check passes."""
@@ -49,6 +50,7 @@ def test_shipped_example_runs_with_its_own_defaults(path, tmp_path, capsys):
 
 # ---------------------------------------------------------------- the issue's cases
 
+@pytest.mark.build
 def test_stiff_example_with_rk4_is_refused_or_diverges(tmp_path, capsys):
     """The example's old command with rk4: refused up front (exit 2) with the stable step; with --force it
     diverges (exit 3); never exit 0 with NaN, and no results file either way."""
@@ -70,6 +72,7 @@ def test_stiff_example_with_rk4_is_refused_or_diverges(tmp_path, capsys):
     assert not out.exists()
 
 
+@pytest.mark.build
 def test_stiff_example_defaults_run_finite(tmp_path, capsys):
     out = tmp_path / "s.npz"
     assert main(["simulate", STIFF, "--t-end", "0.5", "--quiet", "--out", str(out)]) == 0, capsys.readouterr().err
@@ -79,6 +82,7 @@ def test_stiff_example_defaults_run_finite(tmp_path, capsys):
         assert np.all(np.isfinite(z["q"])) and z["q"].shape[0] == 501
 
 
+@pytest.mark.build
 def test_balance_pendulum_with_a_5_s_step_diverges(tmp_path, capsys):
     out = tmp_path / "m1.npz"
     rc = main(["simulate", M1, "--dt", "5", "--t-end", "10", "--integrator", "rk4", "--quiet", "--out", str(out)])
@@ -94,6 +98,7 @@ def test_balance_pendulum_with_a_5_s_step_diverges(tmp_path, capsys):
     assert not out.exists() and not list(tmp_path.iterdir())
 
 
+@pytest.mark.build
 def test_keep_partial_writes_the_good_part(tmp_path, capsys):
     out = tmp_path / "m1.npz"
     rc = main(["simulate", M1, "--dt", "0.5", "--t-end", "10", "--quiet", "--keep-partial", "--out", str(out)])
@@ -107,6 +112,7 @@ def test_keep_partial_writes_the_good_part(tmp_path, capsys):
     assert np.abs(r.energy_total - r.energy_total[0]).max() < 1.0                  # the good part is good
 
 
+@pytest.mark.build
 def test_api_raises_or_returns_partial():
     s = get_system(codegen.load_model(M1))
     with pytest.raises(codegen.SimulationDiverged) as ei:
@@ -119,6 +125,7 @@ def test_api_raises_or_returns_partial():
     assert codegen.runtime.SimulationDiverged is codegen.SimulationDiverged
 
 
+@pytest.mark.build
 def test_stiff_point_spring_diverges(tmp_path, capsys):
     """A point spring of 1e9 N/m on a 1 kg rod (omega = 3e4 rad/s) at dt = 1e-3: exit 3, no results."""
     yml = tmp_path / "spring.yaml"
@@ -165,6 +172,7 @@ forces:
     assert not out.exists()
 
 
+@pytest.mark.build
 def test_dopri5_step_collapse_is_detected():
     """A force with a pole at t = 0.3 s: the step size collapses (not NaN); the run stops there."""
     s = get_system(codegen.load_model(M1))
@@ -183,6 +191,7 @@ def test_dopri5_step_collapse_is_detected():
         s.simulate(1.0, 0.1, integrator="dopri5", rtol=1e-30)
 
 
+@pytest.mark.build
 def test_kernels_report_nan_without_exceptions():
     """Each compiled integrator stops at a non-finite state with fail_code, fail_t, fail_sample set."""
     s = get_system(codegen.load_model(M1))
@@ -210,6 +219,7 @@ def test_kernels_report_nan_without_exceptions():
 
 # ---------------------------------------------------------------- stiffness estimate, integrator choice
 
+@pytest.mark.build
 def test_stiffness_estimate_of_the_beam_examples():
     """omega_max: largest generalized eigenvalue of (K_T, M_E) over the elements; it bounds the assembled
     system's highest frequency (finite-difference Jacobian of the forward dynamics) from above."""
@@ -235,6 +245,7 @@ def test_stiffness_estimate_of_the_beam_examples():
     assert get_system(codegen.load_model(M1)).stable_step() is None
 
 
+@pytest.mark.build
 def test_beam_default_integrator_follows_the_stiffness(tmp_path, capsys):
     """No integrator on the command line nor in the file: rk4 if it is stable at dt / substeps, else hht with
     one line saying why."""
@@ -255,6 +266,7 @@ def test_beam_default_integrator_follows_the_stiffness(tmp_path, capsys):
 
 # ---------------------------------------------------------------- `simulation:` section, precedence
 
+@pytest.mark.build
 def test_option_beats_file_beats_default(tmp_path, capsys):
     out = tmp_path / "m1.npz"
     assert main(["simulate", M1, "--t-end", "0.1", "--quiet", "--out", str(out)]) == 0
@@ -301,6 +313,7 @@ def test_simulation_section_parsing():
 
 # ---------------------------------------------------------------- energy monitor
 
+@pytest.mark.build
 def test_energy_check_failure_exits_4_and_keeps_results(tmp_path, capsys):
     out = tmp_path / "m1.npz"
     rc = main(["simulate", M1, "--dt", "0.02", "--t-end", "2", "--check-energy", "1e-7", "--quiet", "--out", str(out)])
@@ -311,6 +324,7 @@ def test_energy_check_failure_exits_4_and_keeps_results(tmp_path, capsys):
     assert chk["passed"] is False and 1e-7 < chk["value"] < 1e-4
 
 
+@pytest.mark.build
 def test_forced_model_reports_the_work_of_its_dampers(tmp_path, capsys):
     """arm7's joint dampers take energy out: the summary prints the change and the work, the check is on the
     balance E - E0 - W; a force hook's (API) work is integrated by the compiled integrator too."""

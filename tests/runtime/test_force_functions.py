@@ -7,6 +7,7 @@ linear table interpolation written out here (a slightly wrong 2 pi or a shifted 
 import math
 
 import numpy as np
+import pytest
 
 import codegen
 
@@ -41,6 +42,7 @@ def expected(t):
     return np.array([sine, step, table])
 
 
+@pytest.mark.build
 def test_joint_force_functions_in_the_kernel():
     """M (a - a0) is the closed form of each function at six times. (Every family evaluates them in the same
     generated code, templates/shared/forces.pyx.j2; dense and recursive agree on random_tree(14, seed=1,

@@ -13,6 +13,8 @@ from codegen.models import chain, random_state
 from support.c_export import CASES
 from support.systems import get_system, rel_err
 
+pytestmark = pytest.mark.build          # every test here compiles or loads a kernel (tests/conftest.py)
+
 
 def states(s, B, seed):
     """B random states (unit quaternions) and forces."""

@@ -23,6 +23,7 @@ def pend():
     return m, get_system(m, derivatives=True)          # one build: the derivative passes are a superset
 
 
+@pytest.mark.build
 def test_released_against_a_limit_it_stops_there(pend):
     m, s = pend
     res = s.simulate(3.0, 0.001)
@@ -46,6 +47,7 @@ def test_released_against_a_limit_it_stops_there(pend):
     assert free.meta["limits"] == {"enforced": False, "active_samples": 0}
 
 
+@pytest.mark.build
 def test_derivatives_see_the_active_limit(pend):
     m, s = pend
     q, u = np.array([-1.01]), np.array([-0.3])         # inside the lower limit, moving in: active
@@ -87,6 +89,7 @@ def test_mjcf_ranges_become_limits(tmp_path):
     assert sl.limits is None
 
 
+@pytest.mark.build
 def test_a_tendon_limit_holds_two_joints_together():
     """A fixed tendon L = q2 - q1 with limits [-0.3, 0.3] on a double pendulum dropped from rest: L stays within its
     range up to the compliant limit's penetration, the limit pushes only while L is past it, the energy never grows,
@@ -122,6 +125,7 @@ FRICTION = {"name": "friction_slider", "gravity": [0, 0, 0],
             "forces": [{"name": "push", "type": "joint_force", "joint": "slide", "value": 1.5}]}
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("load", [1.5, 6.0])
 def test_coulomb_friction_sticks_below_and_slides_above_its_force(load):
     """A 2 kg block with Coulomb friction F = 3 N under a constant push: below F it creeps at most at the stated

@@ -11,6 +11,8 @@ from codegen.models import random_tree
 from codegen.runtime.result import LazyExtras
 from support.systems import EXAMPLES, get_system
 
+pytestmark = pytest.mark.build          # every test here compiles or loads a kernel (tests/conftest.py)
+
 
 def _same_as_outputs_at(s, res):
     X = np.hstack([res.q, res.u] + ([res.extra["act"]] if "act" in res.extra else []))

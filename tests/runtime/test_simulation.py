@@ -1,5 +1,6 @@
 """Integrators and conservation laws; M1 against an independent sympy Lagrange derivation."""
 import numpy as np
+import pytest
 import sympy as sp
 
 import codegen
@@ -13,6 +14,7 @@ def rel_drift(res):
     return float(np.max(np.abs(e - e[0])) / scale)
 
 
+@pytest.mark.build
 def test_dopri5_conserves_energy_of_balance_pendulum():
     m = codegen.load_model("examples/balance_pendulum.yaml")
     res = get_system(m, ref_point="origin").simulate(10.0, 0.01, integrator="dopri5", rtol=1e-10, atol=1e-12)
@@ -20,6 +22,7 @@ def test_dopri5_conserves_energy_of_balance_pendulum():
     assert rel_drift(res) < 1e-8
 
 
+@pytest.mark.build
 def test_free_floating_humanoid_conserves_energy_and_momentum():
     """Zero gravity: kinetic energy constant, system centre of mass moves on a straight line."""
     m = codegen.models.humanoid()
@@ -45,6 +48,7 @@ def spring_model(damping):
     return m
 
 
+@pytest.mark.build
 def test_springs_conserve_energy_and_dampers_dissipate():
     s = get_system(spring_model(0.0), ref_point="joint")
     res = s.simulate(5.0, 0.01, integrator="dopri5", rtol=1e-11, atol=1e-12)
@@ -55,6 +59,7 @@ def test_springs_conserve_energy_and_dampers_dissipate():
     assert e[-1] < e[0] - 1.0 and np.all(np.diff(e) < 1e-9)
 
 
+@pytest.mark.build
 def test_rk4_converges_at_fourth_order():
     m = codegen.load_model("examples/balance_pendulum.yaml")
     s = get_system(m, ref_point="origin")
@@ -98,6 +103,7 @@ def m1_lagrange():
     return lambda x, v: np.linalg.solve(np.array(fM(x), float), np.array(fr(x, v), float).ravel())
 
 
+@pytest.mark.build
 def test_balance_pendulum_matches_lagrange_reference():
     """M1, 2 s: our RK4 (dt = 1e-3, the seed's setting) against RK4 on the sympy Lagrange equations,
     and our dopri5 against scipy's DOP853 on them, both within 1e-8 rad."""
@@ -144,6 +150,7 @@ def test_csv_quotes_names_and_plots_take_dollars_literally(tmp_path):
     assert png.read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.build
 def test_work_is_integrated_with_the_runs_own_steps():
     """The energy balance E - E0 = W of dampers and joint forces holds to the integrator's accuracy however coarse
     the samples: W (result.extra["work"]) is integrated inside the compiled integrator with its own steps, as one

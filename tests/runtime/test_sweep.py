@@ -28,6 +28,7 @@ def npz_sweep(m1, tmp_path_factory):
     return res, out
 
 
+@pytest.mark.build
 def test_every_run_equals_its_single_simulation(m1, npz_sweep):
     res, _ = npz_sweep
     names, values = grid(GRID)
@@ -46,6 +47,7 @@ def test_every_run_equals_its_single_simulation(m1, npz_sweep):
     assert np.abs(res["q"][0] - res["q"][1]).max() > 1e-2
 
 
+@pytest.mark.build
 def test_kernel_loaded_once_per_worker_not_per_task(npz_sweep):
     meta = npz_sweep[0]["meta"]
     loads = meta["kernel_loads"]
@@ -53,6 +55,7 @@ def test_kernel_loaded_once_per_worker_not_per_task(npz_sweep):
     assert 1 <= len(loads) <= 2 and all(n == 1 for n in loads.values()), loads
 
 
+@pytest.mark.build
 def test_npz_file_and_zarr_store_hold_the_same(m1, npz_sweep, tmp_path):
     res, out = npz_sweep
     f = codegen.load_sweep(out)
@@ -73,6 +76,7 @@ def test_npz_file_and_zarr_store_hold_the_same(m1, npz_sweep, tmp_path):
     assert (tmp_path / "plain.zarr" / "keep.txt").read_text() == "x"
 
 
+@pytest.mark.build
 def test_a_diverging_run_is_marked_and_the_others_kept():
     res = codegen.sweep(codegen.models.chain(2), {"gravity.1": [-9.81, -1e9]}, t_end=0.2, dt=0.01, workers=1,
                         processes=False, fields=["q", "energy_kinetic"])
@@ -81,6 +85,26 @@ def test_a_diverging_run_is_marked_and_the_others_kept():
     assert np.isfinite(res["q"][0]).all() and np.isnan(res["q"][1, -1]).all() and np.isfinite(res["q"][1, 0]).all()
 
 
+@pytest.mark.build
+def test_a_long_sweep_submits_its_chunks_in_a_bounded_window(monkeypatch):
+    """Chunks go to the scheduler a few per worker at a time (a sweep of 10^6 runs once submitted every task at
+    once, and the client's connection timed out): each task, as it starts, asks the scheduler how many of the sweep's
+    tasks it holds; never more than the window, and every run is there, in order."""
+    import codegen.runtime.sweep as sw
+    from support import sweep_probe
+    sweep_probe.counted_chunk.__wrapped__ = sw.run_chunk
+    sweep_probe.SEEN.clear()
+    seen = sweep_probe.SEEN
+    monkeypatch.setattr(sw, "run_chunk", sweep_probe.counted_chunk)
+    monkeypatch.setattr(sw, "INFLIGHT_PER_WORKER", 2)
+    g = np.linspace(-10.0, -9.0, 24)
+    res = codegen.sweep(codegen.models.chain(2), {"gravity.1": g}, t_end=0.02, dt=0.01, workers=1, processes=False,
+                        fields=["q"], chunk=1)
+    assert len(seen) == 24 and 1 <= max(seen) <= 2, seen
+    assert res["ok"].all() and np.array_equal(res["param_values"][:, 0], g)
+
+
+@pytest.mark.build
 def test_a_run_whose_task_dies_is_marked_and_the_others_kept(monkeypatch):
     """A task that fails outside its simulation (its worker killed: Dask's KilledWorker after its retries) marks
     that run failed with NaN rows and the reason; the other runs are kept and returned."""
@@ -99,6 +123,7 @@ def test_a_run_whose_task_dies_is_marked_and_the_others_kept(monkeypatch):
     assert np.isfinite(res["q"][[0, 2]]).all()
 
 
+@pytest.mark.build
 def test_beam_model_sweep():
     """Beam numbers are parameters too; each run passes the beam-model checks of a file and equals its single run."""
     flex = codegen.load_model(EXAMPLES / "flexible_pendulum.yaml")
@@ -147,6 +172,7 @@ def test_paths_and_values_are_checked(m1):
     assert sym[0, 1] == sym[1, 0] == 1e-4
 
 
+@pytest.mark.build
 def test_cli_sweep(tmp_path, capsys):
     out = tmp_path / "c.npz"
     assert main(["sweep", "chain:2", "--set", "bodies.link1.mass=1:2:3", "--set", "joints.j1.q0=0,0.5",
@@ -180,6 +206,7 @@ def test_cli_sweep(tmp_path, capsys):
     assert "1 of 2 runs diverged" in capsys.readouterr().err and (tmp_path / "d.npz").is_file()
 
 
+@pytest.mark.build
 def test_process_workers(m1, tmp_path):
     """The default: LocalCluster worker processes, the model shipped to each once, the kernel from the cache."""
     res = codegen.sweep(m1, {"bodies.body1.mass": [1.0, 2.0, 3.0, 4.0]}, t_end=0.05, dt=0.01, workers=2,
@@ -224,6 +251,7 @@ def _outcome(fn):
         return f"{type(e).__name__}: {e}", None
 
 
+@pytest.mark.build
 def test_fast_path_is_bitwise_the_slow_path(m1):
     """The sweeps' fast path (structure validated once, per run only the changed numbers checked, one plan) gives
     the parameter vector and start state of update_model(with_params(...)) bit for bit, and refuses the same
@@ -267,6 +295,7 @@ def test_fast_path_is_bitwise_the_slow_path(m1):
     assert not FastNumbers(m1, ["joints.hinge1.axis.0"]).fast
 
 
+@pytest.mark.build
 def test_in_process_chunks_equal_dask_tasks(m1, npz_sweep):
     """Without Dask (workers=0) and in chunks of any size the runs are those of the Dask sweep, bit for bit; the
     time of the whole sweep is estimated from the first chunk."""
@@ -281,6 +310,7 @@ def test_in_process_chunks_equal_dask_tasks(m1, npz_sweep):
     assert chunk_size(10 ** 6, 2, 1e3) == 1000 and chunk_size(10 ** 6, 2, 1e6) == 32 and chunk_size(3, 8, 1) == 1
 
 
+@pytest.mark.build
 def test_cli_in_process(tmp_path, capsys):
     out = tmp_path / "p.npz"
     assert main(["sweep", "chain:2", "--set", "bodies.link1.mass=1:2:3", "--set", "joints.j1.q0=0,-1,0.5",

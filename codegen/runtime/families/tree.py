@@ -121,7 +121,7 @@ class TreeSystem(System):
             k.set_hook(hook)
 
     # ---------------------------------------------------------------- kernels
-    def forward_dynamics(self, q, u, tau=None, t: float = 0.0, ctrl=None) -> np.ndarray:
+    def forward_dynamics(self, q, u, tau=None, t: float = 0.0, ctrl=None, *, out=None) -> np.ndarray:
         """Forward dynamics: udot = M^-1 (tau + applied - bias).
 
         Applied forces of the model evaluated at time t; ctrl: the actuators'
@@ -141,20 +141,22 @@ class TreeSystem(System):
         ctrl : array_like, shape (nu,), optional
             The actuators' controls, one per actuator in the model's order; None: each actuator's ctrl function
             of the model file.
+        out : numpy.ndarray, shape (nv,), optional
+            Keyword only: float64, C-contiguous, receives udot (nothing is allocated).
 
         Returns
         -------
         numpy.ndarray, shape (nv,)
-            udot [rad/s^2, m/s^2].
+            udot [rad/s^2, m/s^2] (``out`` when given).
 
         Raises
         ------
         ValueError
             An array has the wrong size.
         """
-        return self.kernel.forward_dynamics(q, u, tau, t, None, ctrl)
+        return self.kernel.forward_dynamics(q, u, tau, t, ctrl, out=out)
 
-    def inverse_dynamics(self, q, u, udot, t: float = 0.0, ctrl=None) -> np.ndarray:
+    def inverse_dynamics(self, q, u, udot, t: float = 0.0, ctrl=None, *, out=None) -> np.ndarray:
         """tau with forward_dynamics(q, u, tau, t, ctrl=ctrl) == udot (recursive Newton-Euler).
 
         Parameters
@@ -170,11 +172,13 @@ class TreeSystem(System):
         ctrl : array_like, shape (nu,), optional
             The actuators' controls, one per actuator in the model's order; None: each actuator's ctrl function
             of the model file.
+        out : numpy.ndarray, shape (nv,), optional
+            Keyword only: float64, C-contiguous, receives tau (nothing is allocated).
 
         Returns
         -------
         numpy.ndarray, shape (nv,)
-            tau [N, N m], the generalized forces beyond the model's own.
+            tau [N, N m], the generalized forces beyond the model's own (``out`` when given).
 
         Raises
         ------
@@ -182,7 +186,7 @@ class TreeSystem(System):
             An array has the wrong size.
         """
         q, u = self._qu(q, u)
-        return self.kernel.inverse_dynamics(q, u, np.ascontiguousarray(udot, dtype=float).reshape(-1), t, None, ctrl)
+        return self.kernel.inverse_dynamics(q, u, np.ascontiguousarray(udot, dtype=float).reshape(-1), t, ctrl, out=out)
 
     def forward_dynamics_batch(self, Q, U, TAU=None, out=None, threads=None, t: float = 0.0,
                                simd: bool = True) -> np.ndarray:

@@ -62,6 +62,7 @@ def test_node_system_is_eliminated_without_fill_on_random_trees():
         assert c["NFILL"] == 0 and c["NE"] < 3 * len(c["special"]) and c["NPAIR"] < 8 * len(c["special"])
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("base,algorithm,options", [
     ("fixed", "cfa", {"form": "serial"}), ("fixed", "cfa", {"form": "general"}), ("floating", "cfa", {"form": "serial"}),
     ("floating", "cfa", {"form": "general"}), ("floating", "recursive", {"ref_point": "joint"})])
@@ -87,6 +88,7 @@ def test_joint_wrenches_vs_pinocchio(base, algorithm, options):
         assert s.kernel.constraint_forces(q, u, tau).shape == (cfa_plan(s.plan)["NS"],)
 
 
+@pytest.mark.build
 def test_joint_wrench_frames_can_fail():
     """The comparison is sharp: the same wrenches left in the canonical (K-rotated) frame differ."""
     d = MODELS["fixed"]
@@ -98,6 +100,7 @@ def test_joint_wrench_frames_can_fail():
     assert rel_err(s.kernel.joint_wrench(q, u)[ok], ref[ok]) > 1e-3
 
 
+@pytest.mark.build
 def test_reference_general_form_vs_pinocchio():
     """The paper's global matrices (eqs 10-29) filled from pinocchio (placements liMi, inertias, motion subspaces,
     bias forces of RNEA at zero acceleration) give pinocchio's ABA accelerations and RNEA joint forces."""
@@ -137,6 +140,7 @@ def _space_robot():
     return codegen.load_model(str(EXAMPLES / "space_robot.yaml"))
 
 
+@pytest.mark.build
 def test_space_robot_cfa_recursive_and_momentum():
     """M4 (the seed's Figs 8-12): CFA and recursive runs agree up to 4 s (the wrist tumbles later); linear and
     angular momentum (zero at rest, no gravity, internal torques only) stay zero over the whole 10 s."""
@@ -159,6 +163,7 @@ def test_space_robot_cfa_recursive_and_momentum():
         assert np.max(np.abs((s.mass_matrix(c.q[k]) @ c.u[k])[:6])) < 1e-9 * scale
 
 
+@pytest.mark.build
 def test_space_robot_dopri5_vs_pinocchio():
     """M4 with dopri5 (rtol 1e-10) over 0..4 s against pinocchio's ABA integrated by scipy (DOP853)."""
     from scipy.integrate import solve_ivp
@@ -204,6 +209,7 @@ def yaml_dict():
     return yaml.safe_load(open(EXAMPLES / "space_robot.yaml"))
 
 
+@pytest.mark.build
 def test_cli_joint_wrench(tmp_path, capsys):
     """mbgen simulate M4 --algorithm cfa --joint-wrench: NPZ keys joint_wrench (nt x n_joints x 6) and
     joint_names; the summary reports the work of the joint torques beside the energy change."""
@@ -223,6 +229,7 @@ def test_cli_joint_wrench(tmp_path, capsys):
     assert "rigid-body models" in capsys.readouterr().err and not (tmp_path / "beam.npz").exists()
 
 
+@pytest.mark.build
 def test_space_robot_figures_script(tmp_path):
     """examples/space_robot_figures.py (the seed's Figs 8-12) on a short horizon: figures and summary written."""
     import subprocess

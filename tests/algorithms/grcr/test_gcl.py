@@ -20,6 +20,8 @@ from support.kkt import KKT
 from support.loops import planar_loop_dict
 from support.systems import EXAMPLES, ROOT, get_system, rel_err
 
+pytestmark = pytest.mark.build          # every test here compiles or loads a kernel (tests/conftest.py)
+
 FIVE_BAR = str(EXAMPLES / "five_bar.yaml")
 
 

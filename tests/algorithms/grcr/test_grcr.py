@@ -69,6 +69,7 @@ def _check_kkt(d, rng, tol=1e-9):
     return s
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("seed, cut, nprism", [(1, "revolute", 0), (2, "prismatic", 2)])
 def test_planar_loops_match_kkt_for_every_partition(seed, cut, nprism, rng):
     """Planar loops (rank 3: the out-of-plane rows vanish by themselves in the projectors of eqs 30, 36)."""
@@ -78,6 +79,7 @@ def test_planar_loops_match_kkt_for_every_partition(seed, cut, nprism, rng):
     assert s.ranks == [3]
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("seed, name, loops, floating", [
     (5, "spatial1", ((None, 7),), False),                    # one spatial loop, rank 6, mobility 2
     (6, "nested", ((None, 7), (0, 7)), False),               # a loop based on a moving body of another
@@ -94,6 +96,7 @@ def test_spatial_loops_match_kkt_for_every_partition(seed, name, loops, floating
     assert all(r in (3, 5, 6) for r in s.ranks)
 
 
+@pytest.mark.build
 def test_region_independents_are_solved_jointly(rng):
     """ACS (eqs 65-102): independents between the dependents (n_I > 0) give the same accelerations as dependents
     at the tip (n_I = 0)."""
@@ -121,6 +124,7 @@ def five_bar():
     return m, r
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("deps", ["auto", "q2,q3,q5"])
 def test_five_bar_agrees_with_the_cut_joint_method_through_every_switch(five_bar, deps):
     """M2 over 0..2 s (the seed's Fig. 7): every output time within 1e-8 of the cut-joint method (both RK4 at
@@ -141,6 +145,7 @@ def test_five_bar_agrees_with_the_cut_joint_method_through_every_switch(five_bar
     assert res.meta["energy"]["value"] < 1e-8
 
 
+@pytest.mark.build
 def test_five_bar_without_switching_fails_where_the_seed_says(five_bar):
     """The seed's partition held fixed meets its singularity: at t = 0 its pivot s^T R s / s^T s is zero (bar2
     normal to the slide line), so the monitor is what carries the run."""
@@ -152,6 +157,7 @@ def test_five_bar_without_switching_fails_where_the_seed_says(five_bar):
     assert s.kernel.health(q)[0] > 0.1
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("deps, what", [
     ("q3,q4,q5", "structurally singular: the columns of q4 and q5 are parallel"),
     ("q1,q4,q5", "structurally singular: the columns of q4 and q5 are parallel"),
@@ -178,6 +184,7 @@ def test_cli_refuses_a_name_given_twice_before_building(tmp_path, monkeypatch, c
     assert not any((tmp_path / "cache").glob("*/*.so")) and not (tmp_path / "r.npz").exists()   # nothing built
 
 
+@pytest.mark.build
 def test_cli_refuses_a_singular_choice_and_writes_nothing(tmp_path):
     out = tmp_path / "fb.npz"
     p = subprocess.run([sys.executable, "-m", "codegen.cli", "simulate", FIVE_BAR, "--algorithm", "grcr",
@@ -207,6 +214,7 @@ def test_models_outside_the_method_are_refused_naming_the_field():
         codegen.build(tree, "grcr")
 
 
+@pytest.mark.build
 def test_ladder_coupled_loops_match_the_cut_joint_method_and_kkt(rng):
     """codegen.models.ladder(3): three loops, each sharing a rung's two joints with the next (GRCR Sect. 5): at a
     random consistent state the accelerations agree with the KKT oracle and the cut-joint method; a 1 s run
@@ -235,6 +243,7 @@ def test_ladder_coupled_loops_match_the_cut_joint_method_and_kkt(rng):
     assert np.abs(a.q[:, :nq] - a.q[0, :nq]).max() > 0.1                   # it moves
 
 
+@pytest.mark.build
 def test_coupled_loops_whose_own_joints_cannot_close_are_refused():
     """Rungs on the rail hinges (three bodies on one pin): a loop's own joints sit on two points only and span
     two of its three constraints; grcr refuses it naming the loop, rather than solve the wrong equations."""

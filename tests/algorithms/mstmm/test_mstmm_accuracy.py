@@ -53,6 +53,7 @@ def test_classical_product_loses_accuracy_riccati_does_not():
     assert err[20][3] < 1e-10 and not err[200][3] < 1e-3
 
 
+@pytest.mark.build
 def test_generated_kernel_on_a_200_link_chain():
     """The generated mstmm kernel (Algorithm A on a chain) against the 30-digit reference: round-off (the recursive
     family meets the same reference on the 999-body tree below)."""
@@ -71,6 +72,7 @@ def m5_999():
     return m
 
 
+@pytest.mark.build
 def test_m5_n999_against_high_precision_reference(m5_999):
     m = m5_999
     mst, rec = get_system(m, "mstmm"), get_system(m)           # recursive: default reference point

@@ -33,6 +33,7 @@ def _world(st):
     return -st[:, 9:12], st[:, 6:9]
 
 
+@pytest.mark.build
 def test_mixed_tree_matches_recursive_dense_and_numpy_reference(mixed):
     mst, rec, den = (get_system(mixed, "mstmm"), get_system(mixed, "recursive", ref_point="joint"),
                      get_system(mixed, "dense"))
@@ -59,6 +60,7 @@ def test_mixed_tree_matches_recursive_dense_and_numpy_reference(mixed):
             assert np.abs(W[free]).max() < 1e-12 * np.abs(W).max()
 
 
+@pytest.mark.build
 def test_free_joint_wrench_is_its_joint_force(mixed):
     """Closed form: a free joint with generalized force tau = (f in the parent joint frame, n in the body frame)
     transmits exactly that wrench, i.e. (R^T f, n) in the child's frame (R: the joint rotation)."""
@@ -111,6 +113,7 @@ def test_ball_hinges_read_A_and_omega(mixed):
     assert "self.Hw + 36 * j" in src.split("cdef inline void mst_hinge_revolute(")[1]
 
 
+@pytest.mark.build
 def test_floating_revolute_ball_tree_with_force_elements():
     """The brief's case: random_tree(..., ("revolute", "spherical"), floating=True) with joint springs, point
     springs (one on the free base) and time-dependent joint forces, against dense."""
@@ -138,6 +141,7 @@ def space_robot():
     return codegen.load_model(str(EXAMPLES / "space_robot.yaml"))
 
 
+@pytest.mark.build
 def test_space_robot(space_robot):
     """M4 (free base, two 6R arms, no gravity, sinusoidal torques): accelerations and wrenches against recursive
     at random states; a 2 s RK4 run with the joint wrenches of every sample against recursive; the

@@ -22,6 +22,7 @@ def m5():
     return branch_system(21)
 
 
+@pytest.mark.build
 def test_m1_accelerations_match_recursive(m1):
     mst, rec = get_system(m1, "mstmm"), get_system(m1, ref_point="origin")
     rng = np.random.default_rng(1)
@@ -34,6 +35,7 @@ def test_m1_accelerations_match_recursive(m1):
         assert rel_err(mst.forward_dynamics(q, u, tau), ref) < 1e-9, trial
 
 
+@pytest.mark.build
 def test_m1_matches_numpy_reference_of_the_paper(m1):
     """Absolute angular accelerations and the MSTMM states (m_z, q_x, q_y) at the pivot of body 7 and at
     the upper end of body 1 agree with codegen/mstmm_ref.py (the paper's Sect. 5.1 in numpy)."""
@@ -56,6 +58,7 @@ def test_m1_matches_numpy_reference_of_the_paper(m1):
             assert np.allclose(st[row, [0, 1, 5]], ref["states"][point][:3], atol=1e-10 * np.abs(want).max())
 
 
+@pytest.mark.build
 def test_m1_rk4_run_matches_recursive(m1):
     """2 s of RK4 at dt = 1e-3 from the seed's initial state: same trajectory to 1e-8 rad."""
     mst, rec = get_system(m1, "mstmm"), get_system(m1, ref_point="origin")
@@ -86,6 +89,7 @@ def _subtrees(model):
     return sub
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("which", ["m1", "m5"])
 def test_joint_forces_momentum_balance(which, m1, m5):
     """Every joint's reaction equals the momentum balance of the subtree it carries:
@@ -116,6 +120,7 @@ def test_joint_forces_momentum_balance(which, m1, m5):
     assert -mst.kernel.mstmm_states(q, u)[0, 10] > 0
 
 
+@pytest.mark.build
 def test_m5_ball_joints_match_recursive(m5):
     mst, rec = get_system(m5, "mstmm"), get_system(m5, ref_point="origin")
     rng = np.random.default_rng(4)
@@ -125,6 +130,7 @@ def test_m5_ball_joints_match_recursive(m5):
         assert rel_err(mst.forward_dynamics(q, u, tau), rec.forward_dynamics(q, u, tau)) < 1e-9, trial
 
 
+@pytest.mark.build
 def test_random_revolute_ball_tree_with_force_elements():
     """A random tree of revolute (arbitrary spatial axes) and ball joints with several junctions, joint
     springs, joint forces and point springs: the same accelerations as the recursive solver, and the same joint
@@ -160,6 +166,7 @@ def test_generated_structure_is_linear_and_checked():
     assert "work layout (61 per body" in generated_source(codegen.models.chain(3), "mstmm")    # revolute: n = 1
 
 
+@pytest.mark.build
 def test_joint_wrenches_in_the_npz(m1, tmp_path):
     """simulate(joint_wrench=True) stores the wrenches of every sample (one compiled call, joint_wrench_at) in the
     NPZ, equal to System.joint_wrenches at the sample; the ground pin's force equals the total weight plus the
@@ -183,6 +190,7 @@ def test_joint_wrenches_in_the_npz(m1, tmp_path):
     assert np.max(np.abs(W[:, :, 5])) < 1e-10 * np.abs(want).max()     # M_z = 0: smooth revolute hinges (axis z)
 
 
+@pytest.mark.build
 def test_figures_script(tmp_path):
     """examples/plot_mstmm_figures.py (Figs. 3 and 4 of the seed) on a short horizon and a small M5."""
     import importlib.util
@@ -199,6 +207,7 @@ def test_figures_script(tmp_path):
         assert z["joint_wrench"].shape == (501, 4, 6)
 
 
+@pytest.mark.build
 def test_connection_states_are_accelerations_and_forces(m1, rng):
     """System.connection_states (the state vectors z of eq 1): the angular accelerations are the sums of
     the recursive solver's joint accelerations along the path, the ground pin's point does not move, and

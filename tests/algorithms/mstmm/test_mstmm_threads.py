@@ -10,6 +10,8 @@ import codegen
 from codegen.models import JOINT_MIX, branch_system, random_state, random_tree
 from support.systems import get_system
 
+pytestmark = pytest.mark.build          # every test here compiles or loads a kernel (tests/conftest.py)
+
 
 def _runs(system, q, u, **kw):
     """The same run with threads = 1 and 2."""

@@ -121,6 +121,7 @@ def lagrange_reference(system, q, u):
 
 # ---------------------------------------------------------------- recursion vs dense
 
+@pytest.mark.build
 @pytest.mark.parametrize("which", ["chain", "tree", "slider-chain"])
 def test_recursion_equals_dense(which, sys_b, sys_mixed, sys_slider):
     s = {"chain": sys_b, "tree": sys_mixed, "slider-chain": sys_slider}[which]
@@ -155,6 +156,7 @@ def test_recursion_equals_dense(which, sys_b, sys_mixed, sys_slider):
     assert worst < 1e-10, worst
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("which", ["chain", "tree", "slider-chain"])
 def test_omega_gamma_equal_lagrange_finite_differences(which, sys_b, sys_mixed, sys_slider):
     s = {"chain": sys_b, "tree": sys_mixed, "slider-chain": sys_slider}[which]
@@ -205,6 +207,7 @@ def test_elimination_plan_has_no_fill_in_on_random_trees():
         assert p.n == sum(4 if k in (flexible.K_INT, flexible.K_GCLAMP) else 6 for k in p.kind)
 
 
+@pytest.mark.build
 def test_tree_structure_and_initial_configuration(sys_mixed):
     p = sys_mixed.plan
     kinds = {flexible.KIND_NAMES[k] for k in p.kind}
@@ -223,6 +226,7 @@ def test_tree_structure_and_initial_configuration(sys_mixed):
 
 # ---------------------------------------------------------------- kernel vs numpy reference
 
+@pytest.mark.build
 def test_kernel_equals_numpy_reference(sys_b):
     ref = FlexiblePendulum(n_beams=5, n_elem=5, L_beam=5.0, E=21e6, A=4e-4, I=2e-6, rho=7800.0)
     q0, u0 = sys_b.initial_state()
@@ -242,6 +246,7 @@ def test_kernel_equals_numpy_reference(sys_b):
         assert rel(sys_b.kernel.elastic(q), F) < 1e-10
 
 
+@pytest.mark.build
 def test_element_jacobian_is_derivative_of_force(sys_b):
     rng = np.random.default_rng(4)
     q0, _ = sys_b.initial_state()
@@ -263,6 +268,7 @@ def test_element_jacobian_is_derivative_of_force(sys_b):
 
 # ---------------------------------------------------------------- simulation
 
+@pytest.mark.build
 def test_case_B_energy_conservation_and_npz(sys_b, tmp_path):
     """Case B as in the seed: E = 21 MPa, RK4 at dt = 1e-3 over 4 s (0.1 s of compute): energy conserved."""
     res = sys_b.simulate(4.0, 1e-3, integrator="rk4")
@@ -293,6 +299,7 @@ def test_case_B_energy_conservation_and_npz(sys_b, tmp_path):
     assert os.path.getsize(tmp_path / "b.png") > 10000
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("which", ["tree", "slider-chain"])
 def test_translational_joints_conserve_energy(which, sys_mixed, sys_slider):
     s, gname = (sys_mixed, "b3.gamma") if which == "tree" else (sys_slider, "s3.gamma")
@@ -303,6 +310,7 @@ def test_translational_joints_conserve_energy(which, sys_mixed, sys_slider):
     assert np.ptp(res.coord(gname)) > 1e-3                # the slider really slides
 
 
+@pytest.mark.build
 def test_hht_matches_explicit_case_B(sys_b):
     ref = sys_b.simulate(0.3, 1e-3, integrator="dopri5", rtol=1e-10, atol=1e-10)
     r = sys_b.simulate(0.3, 1e-3, integrator="hht", alpha=-0.05)
@@ -312,6 +320,7 @@ def test_hht_matches_explicit_case_B(sys_b):
     assert r.meta["newton_not_converged"] == 0
 
 
+@pytest.mark.build
 def test_case_A_follows_rigid_pendulum(sys_b):
     """Case A (E = 210 GPa), implicit HHT at dt = 1e-3 over the seed's 4 s, against the rigid 5-link chain of
     thin rods (the foundation's solver): normalised tip error of eq 58, seed < 0.6 %, aim 0.1 % (measured 0.017 %)."""
@@ -334,6 +343,7 @@ def test_case_A_follows_rigid_pendulum(sys_b):
     assert np.abs(tot - tot[0]).max() < 1e-4 * np.abs(r.energy_kinetic).max()
 
 
+@pytest.mark.build
 def test_hht_newton_reaches_round_off_floor_with_small_steps(sys_b):
     """Stiff case A with HHT at h = 1e-4: the Newton corrections hit the round-off floor of the elastic forces
     (differences of EA |e| / l); the iteration must recognise it instead of running to max_newton."""
@@ -349,6 +359,7 @@ def test_hht_newton_reaches_round_off_floor_with_small_steps(sys_b):
     assert r.meta["newton_iterations"] / r.meta["steps"] < 4
 
 
+@pytest.mark.build
 def test_paper_timing_mode_keeps_results(sys_b):
     """time_forward_dynamics(refactor=True) redoes eqs 44-46 every call (the benchmark's paper mode)."""
     rng = np.random.default_rng(9)
@@ -359,6 +370,7 @@ def test_paper_timing_mode_keeps_results(sys_b):
     np.testing.assert_array_equal(sys_b.forward_dynamics(q, u), a0)
 
 
+@pytest.mark.build
 def test_figures_script(tmp_path):
     """examples/flexible_pendulum_figures.py on a short horizon: figures, NPZ and the summary are written."""
     import importlib.util
@@ -405,6 +417,7 @@ def _clamped_axial_fe(P, L, EA, ne):
     return np.linalg.solve(K[2:, 2:], f[2:])[-2]
 
 
+@pytest.mark.build
 def test_point_loads_cantilever_statics(sys_mixed):
     """Constant loads (eq 8, F_E = S^T F) on the ground-clamped beam b5 of the mixed tree (L = 2, EI = 40,
     EA = 8000, two elements): static tip deflection P L^3 / 3EI, slope P L^2 / 2EI, and under a mid-span load
@@ -446,6 +459,7 @@ def test_point_loads_cantilever_statics(sys_mixed):
         sys_mixed.update_model(flexible.beam_model_from_dict(MIXED, "<mixed>"))
 
 
+@pytest.mark.build
 def test_point_loads_conserve_energy(sys_mixed):
     """Loads are constant forces: their potential -F_E . e is in energy_gravity, and the total is conserved."""
     try:
@@ -559,6 +573,7 @@ def test_cli_bad_file_exits_2(tmp_path):
     assert ok.returncode == 0 and "n = 110" in ok.stdout
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("which", ["tree", "slider-chain"])
 def test_hht_with_translational_joints_matches_dopri5(which, sys_mixed, sys_slider):
     """The HHT residual has its own path for state-dependent operators (translational joints)."""

@@ -81,6 +81,7 @@ def case():
     return d, m, get_system(m, "recursive", ref_point="centroid"), KKT(d)
 
 
+@pytest.mark.build
 def test_rows_and_initial_state(case):
     d, m, s, k = case
     assert s.plan.nm_cut == 2 and s.plan.nm == 5 and [c.name for c in s.plan.couplings] == ["lin", "quart", "const"]
@@ -97,6 +98,7 @@ def consistent(k, d, q, u):
     return N @ (N.T @ u)
 
 
+@pytest.mark.build
 def test_forward_dynamics_match_kkt(case):
     """At the initial state with random velocities that keep the constraints (off them the cut's rows and the
     oracle's are different functions; tests/algorithms/recursive/test_loops.py)."""
@@ -115,6 +117,7 @@ def test_forward_dynamics_match_kkt(case):
         assert list(out["coupling_names"]) == ["lin", "quart", "const"]
 
 
+@pytest.mark.build
 def test_simulation_keeps_the_couplings_and_the_energy(case):
     """RK4 with the default Baumgarte stabilisation: every coupling and the cut hold, energy is conserved (no
     dampers: the constraint forces do no work); the coupled coordinates follow p along the run."""
@@ -131,12 +134,14 @@ def test_simulation_keeps_the_couplings_and_the_energy(case):
     assert r.extra["constraint_violation"].shape[1:] == (4, 2)      # the cut, then the three couplings
 
 
+@pytest.mark.build
 def test_projection_keeps_the_couplings(case):
     d, m, s, k = case
     r = s.simulate(0.3, 5e-3, projection=True)
     assert r.meta["constraint_violation_max"]["position"] < 1e-10
 
 
+@pytest.mark.build
 def test_violated_start_names_the_coupling(case):
     d, m, s, k = case
     q, u = m.initial_state()
@@ -170,6 +175,7 @@ def grcr_state(s, k, d, u_tree):
     return s.kernel.project_state(x)
 
 
+@pytest.mark.build
 def test_grcr_forward_dynamics_and_forces_match_kkt(case, grcr):
     d, m, _, k = case
     rng = np.random.default_rng(8)
@@ -186,6 +192,7 @@ def test_grcr_forward_dynamics_and_forces_match_kkt(case, grcr):
         assert rel_err(lam[0], lam_ref) < 1e-9 and np.abs(viol).max() < 1e-13
 
 
+@pytest.mark.build
 def test_grcr_run_keeps_the_couplings_as_recursive_does(case, grcr):
     """1 s of RK4 with the default Baumgarte rate (as recursive's): the couplings hold, energy is conserved, and
     the run and the coupling forces agree with the recursive family's (another algorithm) to the drift's order."""
@@ -202,6 +209,7 @@ def test_grcr_run_keeps_the_couplings_as_recursive_does(case, grcr):
     assert rel_err(r.extra["coupling_force"], ref.extra["coupling_force"]) < 1e-6
 
 
+@pytest.mark.build
 def test_grcr_refuses_a_violated_start_and_projection(case, grcr):
     d, m, _, k = case
     q = grcr.initial_state()[0].copy()

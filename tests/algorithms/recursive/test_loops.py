@@ -39,6 +39,7 @@ def _check(d, ref, tol=1e-9):
     return s
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("r, ref", list(enumerate(REFS)))
 def test_planar_loops_match_kkt(r, ref):
     """Planar loops (revolute chains about z) closed by each cut type, in one model per reference point (every third
@@ -55,6 +56,7 @@ SPATIAL_GROUPS = (("revolute", "prismatic"), ("cylindrical", "universal"), ("sph
 ROWS = {"revolute": 5, "prismatic": 5, "cylindrical": 4, "universal": 4, "spherical": 3, "planar": 3, "fixed": 6}
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("i, cuts", list(enumerate(SPATIAL_GROUPS)))
 def test_spatial_loops_match_kkt(i, cuts):
     """Spatial trees (random joint types, inertias, placements) with one independent loop per cut type."""
@@ -63,12 +65,14 @@ def test_spatial_loops_match_kkt(i, cuts):
     assert [len(c.rows) for c in s.plan.cuts] == [ROWS[t] for t in cuts]
 
 
+@pytest.mark.build
 def test_coupled_loops_match_kkt():
     """Three loops sharing bodies (13 rows)."""
     _check(dict(spatial_loop_dict(3, cut_types=("revolute", "spherical", "prismatic"), coupled=True),
                 name="coupled_loops"), "centroid")
 
 
+@pytest.mark.build
 def test_loop_on_a_floating_base():
     """A parallelogram on a free-floating base (gravity tilted): the planar loop is recognised in the base's
     frame; the run keeps the energy and the closure."""
@@ -92,6 +96,7 @@ def test_loop_on_a_floating_base():
     assert r.meta["energy"]["value"] < 1e-8 and r.meta["constraint_violation_max"]["position"] < 1e-8
 
 
+@pytest.mark.build
 def test_simulation_follows_the_kkt_solution():
     """A short RK4 run of spatial loops (no stabilisation) against the oracle integrated with the same RK4 steps (the
     model and kernel of test_spatial_loops_match_kkt's second group)."""
@@ -118,6 +123,7 @@ def test_simulation_follows_the_kkt_solution():
 
 
 # ---------------------------------------------------------------------------------------------- M2, M6
+@pytest.mark.build
 def test_five_bar_q5_is_free_fall_along_the_line_at_every_reference_point():
     """M2: bar4 slides freely on the line, q5(t) = -g sin(pi/4) t^2/2; all five coordinates reported;
     energy conserved; the three reference points agree to round-off."""
@@ -133,6 +139,7 @@ def test_five_bar_q5_is_free_fall_along_the_line_at_every_reference_point():
     assert np.abs(r.q[:, 3]).max() > 1.0                           # the run moves (q4 slides)
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("ref", ["joint", "origin"])
 def test_projection_keeps_the_five_bar_on_the_manifold(ref):
     """projection=True: positions back to 1e-12 and velocities to round-off after every step (Baumgarte off);
@@ -145,6 +152,7 @@ def test_projection_keeps_the_five_bar_on_the_manifold(ref):
     assert r.meta["energy"]["value"] < 1e-6
 
 
+@pytest.mark.build
 def test_quarter_car_rises_and_settles_as_the_spec_says():
     """M6: 6 rows, 2 degrees of freedom; the pre-tensioned strut lifts the wheel about 81 mm, it settles about
     69 mm above the design height; three reference points agree; energy balance with the damper's work."""
@@ -174,6 +182,7 @@ def _five_bar_dict():
     return codegen.load_model(str(EXAMPLES / "five_bar.yaml")).to_dict()
 
 
+@pytest.mark.build
 def test_cut_that_does_not_close_is_refused_naming_it():
     d = _five_bar_dict()
     d["loops"][0]["parent_frame"]["pos"][1] += 0.01
@@ -181,6 +190,7 @@ def test_cut_that_does_not_close_is_refused_naming_it():
         codegen.build(codegen.model_from_dict(d))
 
 
+@pytest.mark.build
 def test_velocities_that_break_the_loop_are_refused():
     d = _five_bar_dict()
     d["joints"][0]["u0"] = [1.0]
@@ -188,6 +198,7 @@ def test_velocities_that_break_the_loop_are_refused():
         codegen.build(codegen.model_from_dict(d))
 
 
+@pytest.mark.build
 def test_redundant_cut_stops_the_run_naming_the_cuts(tmp_path):
     """A second, identical cut: the rows are dependent; the run stops with a message naming the cut joints and
     the CLI writes no result (exit 3)."""
@@ -296,6 +307,7 @@ def test_gamma_is_the_second_derivative(ref):
         assert np.allclose(J @ np.array(Yd) - gam, fd.ravel(), rtol=1e-5, atol=1e-5), kind
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("script, args", [("five_bar_figures.py", ["--t-end", "0.2"]),
                                           ("quarter_car_figures.py", ["--t-end", "0.2"])])
 def test_loop_figure_scripts(tmp_path, script, args):
@@ -306,6 +318,7 @@ def test_loop_figure_scripts(tmp_path, script, args):
     assert len(list(tmp_path.glob("*.png"))) >= 2 and (tmp_path / "summary.txt").exists()
 
 
+@pytest.mark.build
 def test_cli_bad_loop_input_exits_2(tmp_path):
     """The command line: a cut that does not close, and --projection on a tree model: exit 2, the file and field
     (or the option) named, nothing written."""

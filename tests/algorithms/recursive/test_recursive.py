@@ -7,6 +7,8 @@ from codegen.model import JOINT_TYPES
 from codegen.models import JOINT_MIX, random_state, random_tree
 from support.systems import get_system, rel_err
 
+pytestmark = pytest.mark.build          # every test here compiles or loads a kernel (tests/conftest.py)
+
 REF_POINTS = ("centroid", "joint", "origin")
 TREES = {
     "fixed": lambda: random_tree(14, seed=1, forces=True),
