@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
@@ -20,40 +19,8 @@ from ..algorithms import FAMILIES, family
 from ..compiler import build_module
 from .derivatives import Derivatives
 from .integrate import divergence, energy_balance, integrate_chunks, runaway, start_state, versions
+from .options import Run
 from .result import Result
-
-
-@dataclass
-class Run:
-    """The options of one simulate() call, as the family classes' steps receive them."""
-
-    t_end: float
-    dt: float
-    integrator: Optional[str]
-    q0: object
-    u0: object
-    rtol: float
-    atol: float
-    h_max: Optional[float]
-    substeps: int
-    progress: bool
-    alpha: float
-    newton_tol: float
-    max_newton: int
-    joint_wrench: bool
-    baumgarte: Optional[float]
-    projection: bool
-    switching: Optional[str]
-    stable: Optional[float] = None      # the estimated stable rk4 step (beam models), else None
-    nfact: int = 0                      # HHT: factorizations of the iteration matrix
-    work: Optional[np.ndarray] = None   # the work of the non-conservative forces at the samples (compiled rk4, dopri5)
-    outputs: Optional[np.ndarray] = None   # outputs at the samples from the compiled rk4 (kernel.IN_LOOP_OUTPUTS)
-    threads: int = 1                    # rk4 on this many threads (kernel.STEP_THREADS: the mstmm family's two)
-
-    @property
-    def h(self):
-        """The integrator's step dt / substeps [s]."""
-        return self.dt / self.substeps
 
 
 def runtime_kind(model, algorithm=None) -> str:
@@ -186,11 +153,7 @@ class System(Derivatives):
         return contextlib.nullcontext()
 
     def _start_run(self, x, run: Run):
-        """Check the run's family options and prepare the kernel for a run from state x."""
-        if run.switching is not None:
-            raise ValueError(f"switching: 'acs' or 'gcl', for algorithm grcr (got {run.switching!r})")
-        if run.projection:
-            raise ValueError("projection: the model has no closed loops (no `loops:` section)")
+        """Check the values of the run's family options and prepare the kernel for a run from state x."""
 
     def _integrate(self, x, ts, run: Run, other=None):
         """(X, stats, wall, fail) of the compiled integration over the sample times ts."""
@@ -346,10 +309,11 @@ class System(Derivatives):
     # ---------------------------------------------------------------- simulation
     def simulate(self, t_end: float, dt: float, integrator: Optional[str] = None, q0=None, u0=None,
                  rtol: float = 1e-8, atol: float = 1e-10, h_max: Optional[float] = None, substeps: int = 1,
-                 progress: bool = False, alpha: float = -0.05, newton_tol: float = 1e-6, max_newton: int = 20,
-                 check_energy: Optional[float] = None, keep_partial: bool = False, joint_wrench: bool = False,
-                 baumgarte: Optional[float] = None, projection: bool = False,
-                 switching: Optional[str] = None, ctrl=None, limits: bool = True, threads: int = 1) -> Result:
+                 progress: bool = False, alpha: Optional[float] = None, newton_tol: Optional[float] = None,
+                 max_newton: Optional[int] = None, check_energy: Optional[float] = None, keep_partial: bool = False,
+                 joint_wrench: Optional[bool] = None, baumgarte: Optional[float] = None,
+                 projection: Optional[bool] = None, switching: Optional[str] = None, ctrl=None, limits: bool = True,
+                 threads: int = 1) -> Result:
         """Integrate from the model's initial state (or q0, u0) to t_end, sampling every dt.
 
         rk4 takes fixed steps of dt / substeps; dopri5 chooses its own steps (rtol, atol, h_max) and writes the
@@ -397,6 +361,11 @@ class System(Derivatives):
         Energy: meta["energy"] = energy_balance() (relative error of E - E0 - W, W the work of dampers, joint
         forces and actuators); with check_energy = tol also meta["energy_check"] = {"tol", "value", "passed"}.
 
+        The options of one kind of model (alpha, newton_tol, max_newton: beams; baumgarte: closed loops and
+        couplings; projection: closed loops of the tree families; switching: grcr; joint_wrench: rigid trees;
+        codegen.runtime.options.KIND_OPTIONS) given to a model of another kind are refused by name before anything
+        runs; None (their default) takes the kind's default.
+
         Parameters
         ----------
         t_end : float
@@ -418,17 +387,17 @@ class System(Derivatives):
         progress : bool, optional
             Show a progress bar.
         alpha : float, optional
-            HHT-alpha's numerical damping, in [-1/3, 0].
+            Beam models: HHT-alpha's numerical damping, in [-1/3, 0] (default -0.05).
         newton_tol : float, optional
-            HHT's Newton tolerance (relative increment).
+            Beam models: HHT's Newton tolerance (relative increment; default 1e-6).
         max_newton : int, optional
-            HHT's Newton iterations per step.
+            Beam models: HHT's Newton iterations per step (default 20).
         check_energy : float, optional
             Tolerance of the relative energy balance, recorded in meta["energy_check"].
         keep_partial : bool, optional
             Return the samples up to a divergence instead of raising.
         joint_wrench : bool, optional
-            Record the joint wrenches [N, N m] at every sample.
+            Rigid trees: record the joint wrenches [N, N m] at every sample.
         baumgarte : float, optional
             Closed loops: Baumgarte's b [1/s].
         projection : bool, optional
@@ -450,14 +419,17 @@ class System(Derivatives):
         Raises
         ------
         ValueError
-            A bad option (integrator, alpha, substeps, tolerances, check_energy, ctrl).
+            A bad option (integrator, alpha, substeps, tolerances, check_energy, ctrl), or an option of another
+            kind of model.
         SimulationDiverged
             The run stopped being finite or its energy ran away (unless keep_partial).
         ModelError
             Closed loops: the start state does not close.
         """
-        run = Run(t_end, dt, integrator, q0, u0, rtol, atol, h_max, substeps, progress, alpha, newton_tol,
-                  max_newton, joint_wrench, baumgarte, projection, switching, threads=threads)
+        run = Run(t_end, dt, integrator=integrator, q0=q0, u0=u0, rtol=rtol, atol=atol, h_max=h_max, substeps=substeps,
+                  progress=progress, threads=threads, alpha=alpha, newton_tol=newton_tol, max_newton=max_newton,
+                  baumgarte=baumgarte, projection=projection, switching=switching,
+                  joint_wrench=joint_wrench).for_kind(self.kind, self.algorithm)
         with self._inputs(ctrl, limits):
             return self._simulate(run, check_energy, keep_partial)
 

@@ -5,13 +5,24 @@ import sympy as sp
 
 import codegen
 from codegen.model import JointSpringDamper, PointSpringDamper
-from support.systems import get_system
+from support.systems import EXAMPLES, get_system
 
 
 def rel_drift(res):
     e = res.energy_total
     scale = max(abs(e[0]), np.max(np.abs(res.energy_kinetic)), np.max(np.abs(res.energy_potential)))
     return float(np.max(np.abs(e - e[0])) / scale)
+
+
+@pytest.mark.build
+def test_an_option_of_another_kind_of_model_is_refused_before_the_run():
+    """HHT's alpha, a loop's Baumgarte rate, grcr's switching on a rigid tree: refused by name, not ignored."""
+    s = get_system(codegen.load_model(EXAMPLES / "balance_pendulum.yaml"), ref_point="origin")
+    for option in ({"alpha": -0.1}, {"baumgarte": 2.0}, {"switching": "acs"}, {"projection": True}):
+        (name,) = option
+        with pytest.raises(ValueError, match=rf"^{name}: not an option of this model \(a rigid-body tree"):
+            s.simulate(1.0, 0.01, **option)
+    assert s.simulate(0.02, 0.01, projection=False, joint_wrench=True).q.shape == (3, s.nq)
 
 
 @pytest.mark.build

@@ -293,11 +293,6 @@ class BeamSystem(System):
                            f"{run.stable:.2g} s)")
         return "rk4", f"rk4 (default); estimated stable rk4 step {run.stable:.2g} s"
 
-    def _start_run(self, x, run):
-        if run.joint_wrench:
-            raise ValueError("joint_wrench is defined for rigid-body models; this is a flexible-beam model")
-        super()._start_run(x, run)
-
     def _integrate(self, x, ts, run, other=None):
         acc = None
 

@@ -615,17 +615,17 @@ class GrcrSystem(TreeSystem):
 
     def _start_run(self, x, run):
         if run.switching not in (None, "acs", "gcl"):
-            super()._start_run(x, run)
+            raise ValueError(f"switching: 'acs' or 'gcl' (got {run.switching!r})")
         if run.switching == "gcl" and self.plan.couplings:
             raise ValueError(f"switching 'gcl' restructures the loops of models without couplings; this one has "
                              f"{', '.join(c.name for c in self.plan.couplings)}: use switching 'acs' (the default)")
         if run.switching == "gcl" and (run.integrator != "rk4" or getattr(self, "dependents_spec", "auto") != "auto"):
             raise ValueError("switching 'gcl' runs rk4 with dependents 'auto' (it chooses windows of adjacent "
                              "dependents itself)")
-        if run.projection or (run.baumgarte is not None and not self.plan.couplings):
-            raise ValueError("grcr solves the dependent coordinates from the loop constraints after every step "
-                             "(coordinate partitioning): projection belongs to algorithm recursive, and baumgarte "
-                             "to it or to the couplings of a model that has them")
+        if run.baumgarte is not None and not self.plan.couplings:
+            raise ValueError("baumgarte: grcr solves the dependent coordinates from the loop constraints after every "
+                             "step (coordinate partitioning); Baumgarte's rate belongs to algorithm recursive, or to "
+                             "the couplings of a model that has them")
         if self.plan.couplings:                         # the couplings' drift: Baumgarte, as algorithm recursive's
             if run.q0 is not None or run.u0 is not None:
                 check_couplings(self, x, "given start state")

@@ -159,8 +159,6 @@ class LoopSystem(TreeSystem):
                 f"constrained accelerations' partials are not derived")
 
     def _start_run(self, x, run):
-        if run.switching is not None:
-            super()._start_run(x, run)
         if run.q0 is not None or run.u0 is not None:
             check_closure(self, x[:self.nq], x[self.nq:self.nq + self.nv], "given start state")
         self.kernel.alpha = self.kernel.beta = baumgarte_rate(run)
