@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import codegen
 from codegen.algorithms import FAMILIES
 from codegen.cli import main
 
@@ -101,6 +102,29 @@ def test_templates_stay_small():
     big = {str(p.relative_to(ROOT)): n for p in (ROOT / "templates").rglob("*.j2")
            if (n := len(p.read_text().splitlines())) > MAX_TEMPLATE_LINES}
     assert big == {}, f"templates above {MAX_TEMPLATE_LINES} lines (split a pass into an included file): {big}"
+
+
+# the templates that read the force elements' records in p through a pointer fp = self.p + <record index>
+FORCE_RECORD_TEMPLATES = ("actuators", "tendons", "limits", "friction", "forces", "outputs", "derivative_entries",
+                          "derivative_api", "integrators")
+
+
+def test_force_element_records_are_read_by_name():
+    """fp[AP_gear], never fp[0]: the records' layouts (tree_plan.PARAM_LAYOUTS) are the one place of each offset."""
+    import re
+    raw = {f"{name}.pyx.j2:{i}": line.strip() for name in FORCE_RECORD_TEMPLATES
+           for i, line in enumerate((ROOT / "templates" / "shared" / f"{name}.pyx.j2").read_text().splitlines(), 1)
+           if re.search(r"\bfp\[\d+\]|\bfp \+ \d|a\.index \+ \d|self\.p\[\{\{ a\.index \}\}\]", line)}
+    assert raw == {}, f"raw offsets into a force element's record (name them in its Layout): {raw}"
+
+
+def test_force_element_layouts_are_rendered():
+    from codegen.algorithms.tree_plan import PARAM_LAYOUTS
+    from codegen.compiler.cache import generated_source
+    src = generated_source(codegen.models.chain(2))
+    for prefix, layout, _ in PARAM_LAYOUTS:
+        for b in layout:
+            assert f"    {prefix}_{b.name} = {b.off}\n" in src
 
 
 @pytest.mark.parametrize("name", sorted(FAMILIES))

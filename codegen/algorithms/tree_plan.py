@@ -25,12 +25,18 @@ from typing import List
 import numpy as np
 
 from ..model import GROUND, JOINT_TYPES, Model
-from ..model.actuators import CTRL_SOURCES, NPA
-from ..model.tendons import NPT
+from ..model.actuators import ACTUATOR_PARAMS, CTRL_SOURCES, NPA
+from ..model.tendons import NPT, TENDON_PARAMS
 from ..symbolic.layout import BODY_PARAMS, P_BODIES, Layout
 
 NP_BODY = BODY_PARAMS.size   # per body: s(3) C(9) m(1) rho(3) J'(9) Kout(9), at P_BODIES + NP_BODY j
-NPL = 4                 # per limited coordinate: lower, upper, stiffness k, damping c
+# per limited coordinate in p: its range, the spring-damper's stiffness k and damping c (limit_gains, at run time)
+LIMIT_PARAMS = Layout(("lower", 1), ("upper", 1), ("k", 1), ("c", 1))
+NPL = LIMIT_PARAMS.size
+# per coordinate with Coulomb friction: the friction force F and the regularising velocity v_s (limit_gains)
+FRICTION_PARAMS = Layout(("F", 1), ("vs", 1))
+# per point spring-damper between two bodies: its points (reference frames of a and b), stiffness, damping, length
+POINT_SPRING_PARAMS = Layout(("a", 3), ("b", 3), ("k", 1), ("d", 1), ("L", 1))
 FRICTION_T = 0.02       # Coulomb friction's regularisation: tanh(u / v_s) with v_s = F FRICTION_T / m
 P_GRAVITY = 0           # p[0:3] gravity
 IDENT_TOL = 1e-15       # C_j within this of the identity (max abs entry) is compiled as the identity
@@ -211,7 +217,7 @@ class Plan:
             a = self.index.get(ps.body_a, -1)
             b = self.index.get(ps.body_b, -1)
             self.forces.append(ForceTerm("point", off, {"a": a, "b": b, "name": ps.name}))
-            off += 9
+            off += POINT_SPRING_PARAMS.size
         for fe in m.joint_forces:
             k = jidx[fe.joint]
             data = {"iv": self.iv[k] + fe.dof, "name": fe.name, **_function_layout(fe.function)}
@@ -228,7 +234,7 @@ class Plan:
             for d in range(j.nv if j.friction is not None else 0):
                 self.frictions.append(ForceTerm("friction", off, {"iv": self.iv[k] + d, "f": len(self.frictions),
                                                                   "name": f"{j.name}.{JOINT_TYPES[j.type].velocities[d]}"}))
-                off += 2
+                off += FRICTION_PARAMS.size
         self.tendons: List[ForceTerm] = []               # fixed tendons: NPT numbers, then the coefficients
         tidx = {}
         for t, ten in enumerate(m.tendons):
@@ -267,9 +273,11 @@ class Plan:
         Write each limit's stiffness k = m / (T zeta)^2 and damping c = 2 m / T into p (MuJoCo's solref with
         its default impedance 1), m: the coordinate's diagonal mass-matrix entry meff[iv] at the initial state."""
         for term, (_, _, T, zeta) in zip(self.limits, self.limit_numbers()):
-            p[term.index + 2:term.index + 4] = solref_gains(meff[term.data["iv"]], T, zeta)
+            k, c = solref_gains(meff[term.data["iv"]], T, zeta)
+            LIMIT_PARAMS.view(p, "k", term.index)[:], LIMIT_PARAMS.view(p, "c", term.index)[:] = k, c
         for term in self.frictions:                      # v_s = F T / m: the slope F / v_s is m / T
-            p[term.index + 1] = max(p[term.index] * FRICTION_T / meff[term.data["iv"]], 1e-300)
+            F = FRICTION_PARAMS.view(p, "F", term.index)[0]
+            FRICTION_PARAMS.view(p, "vs", term.index)[:] = max(F * FRICTION_T / meff[term.data["iv"]], 1e-300)
 
     def tendon_limit_gains(self, p, minv) -> None:
         """Write each limited tendon's stiffness and damping into p.
@@ -282,7 +290,8 @@ class Plan:
             c = np.zeros(self.nv)
             for (_, iv, k) in term.data["terms"]:
                 c[iv] += p[term.index + k]
-            p[term.index + 5:term.index + 7] = solref_gains(1.0 / float(c @ minv(c)), *ten.limit_solref)
+            k, d = solref_gains(1.0 / float(c @ minv(c)), *ten.limit_solref)
+            TENDON_PARAMS.view(p, "klim", term.index)[:], TENDON_PARAMS.view(p, "clim", term.index)[:] = k, d
 
     def body_frames(self):
         """Per body: (s, C, G) with G = child placement composed with K (body frame -> ref frame)."""
@@ -324,25 +333,31 @@ class Plan:
             p[o:o + n], p[o + n:o + 2 * n], p[o + 2 * n:o + 3 * n] = s.stiffness, s.damping, s.q_ref
         for ps in m.point_springs:
             o = next(fi).index
-            p[o:o + 3] = self._to_ref(ps.body_a, ps.point_a, frames)
-            p[o + 3:o + 6] = self._to_ref(ps.body_b, ps.point_b, frames)
-            p[o + 6:o + 9] = ps.stiffness, ps.damping, ps.length
+            L = POINT_SPRING_PARAMS
+            L.view(p, "a", o)[:] = self._to_ref(ps.body_a, ps.point_a, frames)
+            L.view(p, "b", o)[:] = self._to_ref(ps.body_b, ps.point_b, frames)
+            L.view(p, "k", o)[:], L.view(p, "d", o)[:], L.view(p, "L", o)[:] = ps.stiffness, ps.damping, ps.length
         for fe in m.joint_forces:
             o = next(fi).index
             vals = _function_params(fe.function)
             p[o:o + len(vals)] = vals
         for term, (lo, hi, T, zeta) in zip(self.limits, self.limit_numbers()):
-            p[term.index:term.index + 2] = lo, hi                 # k, c: set by the runtime (limit_gains)
+            LIMIT_PARAMS.view(p, "lower", term.index)[:] = lo   # k, c: set by the runtime (limit_gains)
+            LIMIT_PARAMS.view(p, "upper", term.index)[:] = hi
         fr = [F for j in m.joints if j.friction is not None for F in j.friction]
         for F, term in zip(fr, self.frictions):
-            p[term.index:term.index + 2] = F, 1.0             # v_s: set by the runtime (limit_gains)
+            FRICTION_PARAMS.view(p, "F", term.index)[:] = F     # v_s: 1 until the runtime sets it (limit_gains)
+            FRICTION_PARAMS.view(p, "vs", term.index)[:] = 1.0
         q0, _ = m.initial_state()
         for ten, term in zip(m.tendons, self.tendons):
             c = [tj.coef for tj in ten.joints]
             L0 = ten.length0 if ten.length0 is not None else sum(ci * q0[iq] for ci, (iq, _, _) in
                                                                   zip(c, term.data["terms"]))
             lo, hi = ten.limits if ten.limits is not None else (-math.inf, math.inf)
-            p[term.index:term.index + NPT + len(c)] = [ten.stiffness, ten.damping, L0, lo, hi, 0.0, 0.0] + c
+            T = TENDON_PARAMS                                      # klim, clim: the runtime's (tendon_limit_gains)
+            for name, v in (("k", ten.stiffness), ("d", ten.damping), ("L0", L0), ("lower", lo), ("upper", hi)):
+                T.view(p, name, term.index)[:] = v
+            p[term.index + NPT:term.index + NPT + len(c)] = c
         for act, term in zip(m.actuators, self.actuators):
             o = term.index
             p[o:o + NPA] = act.params()
@@ -392,6 +407,14 @@ class Plan:
         return rows
 
 
+# the force elements' records in p, each at its ForceTerm.index, as the templates name them: prefix -> layout
+PARAM_LAYOUTS = (("AP", ACTUATOR_PARAMS, "per actuator in p, at its index (codegen.model.actuators)"),
+                 ("TP", TENDON_PARAMS, "per fixed tendon in p, at its index, before its coefficients (codegen.model.tendons)"),
+                 ("JL", LIMIT_PARAMS, "per limited coordinate in p, at its index"),
+                 ("CF", FRICTION_PARAMS, "per coordinate with Coulomb friction in p, at its index"),
+                 ("PS", POINT_SPRING_PARAMS, "per point spring-damper in p, at its index"))
+
+
 def template_vars(plan: Plan, work_size: int, lean: frozenset = frozenset()) -> dict:
     """Variables of templates/shared/base.pyx.j2 (the rigid-tree kernels).
 
@@ -409,6 +432,7 @@ def template_vars(plan: Plan, work_size: int, lean: frozenset = frozenset()) -> 
                 point_forces=any(f.kind == "point" for f in plan.forces), loops=False, nb=plan.nb, nq=plan.nq, nv=plan.nv, np=plan.np,
                 npb=NP_BODY, body_params=BODY_PARAMS, p_bodies=P_BODIES, roadmap=plan.roadmap(),
                 parm=plan.arm_off, actuators=plan.actuators, npa=NPA, nu=len(plan.actuators), na=plan.na,
+                param_layouts=PARAM_LAYOUTS,
                 ctrl_sources=CTRL_SOURCES, limits=plan.limits, tendons=plan.tendons, frictions=plan.frictions,
                 segments=plan.segments, parent=plan.parent, iq=plan.iq, iv=plan.iv, quat=plan.quat_offsets,
                 jcalc={t: jcalc_code(t) for t in plan.joint_types_used}, forces=plan.forces,

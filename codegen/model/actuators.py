@@ -42,6 +42,7 @@ from typing import Optional
 import numpy as np
 
 from .checks import ModelError, _num, _short, _vec
+from .layout import Layout
 
 ACTUATOR_KINDS = ("motor", "position", "velocity", "general")
 # activation dynamics (MuJoCo's mjtDyn names, its order): none, or one state per actuator
@@ -49,8 +50,11 @@ DYNAMICS = ("none", "integrator", "filter", "filterexact")
 # where the compiled module takes the controls from (its CTRL_* codes): each actuator's ctrl function of the file,
 # given values, a table over time, a Python callable
 CTRL_SOURCES = (("file", 0), ("values", 1), ("table", 2), ("callable", 3))
-NPA = 14              # numbers per actuator in the parameter vector: gear, g0..g2, b0..b2, ctrlrange, forcerange,
-                      # timeconst, actrange
+# numbers per actuator in the parameter vector (its ctrl function's follow): gear, gain g0..g2, bias b0..b2, ctrl
+# range, force range, filter time constant, activation range (+-inf: no limit)
+ACTUATOR_PARAMS = Layout(("gear", 1), ("gain", 3), ("bias", 3), ("ctrlrange", 2), ("forcerange", 2), ("timeconst", 1),
+                         ("actrange", 2))
+NPA = ACTUATOR_PARAMS.size
 
 
 @dataclass
@@ -90,12 +94,16 @@ class Actuator:
         return np.asarray(self.gain, float), np.asarray(self.bias, float)
 
     def params(self) -> np.ndarray:
-        """The NPA numbers of the compiled module: gear, gain, bias, ctrlrange, forcerange (+-inf: no limit)."""
+        """The NPA numbers of the compiled module, laid out by ACTUATOR_PARAMS (+-inf: no limit)."""
+        out, L = np.zeros(NPA), ACTUATOR_PARAMS
         g, b = self.affine()
-        cr = self.ctrlrange if self.ctrlrange is not None else (-math.inf, math.inf)
-        fr = self.forcerange if self.forcerange is not None else (-math.inf, math.inf)
-        ar = self.actrange if self.actrange is not None else (-math.inf, math.inf)
-        return np.concatenate([[self.gear], g, b, cr, fr, [self.timeconst], ar])
+        L.view(out, "gear")[:] = self.gear
+        L.view(out, "gain")[:], L.view(out, "bias")[:] = g, b
+        for name in ("ctrlrange", "forcerange", "actrange"):
+            r = getattr(self, name)
+            L.view(out, name)[:] = r if r is not None else (-math.inf, math.inf)
+        L.view(out, "timeconst")[:] = self.timeconst
+        return out
 
 
 def validate_actuators(model, check_function, scalar_joints, zero) -> None:
@@ -217,5 +225,5 @@ def actuator_from_dict(d: dict, source: str, fld: str, name, time_function) -> A
                     d.get("dynamics", "none"), d.get("timeconst", 0.0), d.get("actrange"))
 
 
-__all__ = ["ACTUATOR_KINDS", "ACTUATOR_KEYS", "CTRL_SOURCES", "DYNAMICS", "NPA", "Actuator", "actuator_dict", "actuator_from_dict",
+__all__ = ["ACTUATOR_KINDS", "ACTUATOR_PARAMS", "ACTUATOR_KEYS", "CTRL_SOURCES", "DYNAMICS", "NPA", "Actuator", "actuator_dict", "actuator_from_dict",
            "validate_actuators"]

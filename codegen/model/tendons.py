@@ -20,9 +20,13 @@ from typing import List, Optional
 import numpy as np
 
 from .checks import ModelError, _num, _short, _solref, _vec
+from .layout import Layout
 
 TENDON_KEYS = {"name", "joints", "stiffness", "damping", "length0", "limits", "limit_solref"}
-NPT = 7               # numbers per tendon in the parameter vector before its coefficients: k d L0 lo hi klim clim
+# numbers per tendon in the parameter vector before its coefficients c_i: stiffness k, damping d, rest length L0,
+# the limits lower, upper and their spring-damper klim, clim (set at run time: Plan.tendon_limit_gains)
+TENDON_PARAMS = Layout(("k", 1), ("d", 1), ("L0", 1), ("lower", 1), ("upper", 1), ("klim", 1), ("clim", 1))
+NPT = TENDON_PARAMS.size
 
 
 @dataclass

@@ -5,8 +5,10 @@ progress bar can move.  Also the honesty checks around a run: divergence (Simula
 balance (the stiffness estimate of beam models: codegen.runtime.families.beams)."""
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
+from typing import Optional
 
 import numpy as np
 
@@ -46,6 +48,45 @@ class SimulationDiverged(FloatingPointError):
         super().__init__(message)
         self.t, self.sample, self.coordinate, self.reason, self.hint = t, sample, coordinate, reason, hint
         self.last_t, self.integrator, self.code, self.partial = last_t, integrator, code, partial
+
+
+@dataclasses.dataclass(frozen=True)
+class Failure:
+    """Where and why a run stopped: what a compiled integrator (or runaway()) found, for divergence().
+
+    Attributes
+    ----------
+    code : int
+        The kernel's fail_code (codegen.algorithms.codes.Fail; FAIL_REASONS words it), or RUNAWAY.
+    t : float
+        Time of the failure (rk4, hht: the end of the step that produced it).
+    sample : int
+        Index into the sample times of the first sample that could not be written (or that ran away).
+    index : int
+        The state component the kernel named (dopri5: the largest error term or the first non-finite
+        derivative), or -1: find it in ``state``.
+    state : numpy.ndarray or None
+        The bad state the step produced (rk4, hht, runaway), or None (dopri5).
+    detail : str or None
+        The reason in the family's words (it replaces FAIL_REASONS' for the message), or None.
+    """
+
+    code: int
+    t: float
+    sample: int
+    index: int = -1
+    state: Optional[np.ndarray] = None
+    detail: Optional[str] = None
+
+    @classmethod
+    def of_kernel(cls, kernel, sample: int, state=None, code: Optional[int] = None, index: Optional[int] = None):
+        """The failure a kernel recorded (fail_code, fail_t, fail_index) at run sample `sample`."""
+        return cls(code=int(kernel.fail_code if code is None else code), t=float(kernel.fail_t), sample=int(sample),
+                   index=int(kernel.fail_index if index is None else index), state=state)
+
+    def explained(self, detail: str) -> "Failure":
+        """The same failure with the family's reason (the component named in it: index -1)."""
+        return dataclasses.replace(self, index=-1, detail=detail)
 
 
 def start_state(system, t_end, dt, q0=None, u0=None):
@@ -93,9 +134,7 @@ def integrate_chunks(kernel, x, ts, integrator, substeps, rtol, atol, h_max, lab
     X the state at each sample, stats [rhs evaluations, steps, rejected steps or Newton iterations, ...].
     ``other(t0, x, m) -> (states, stats)`` integrates m samples for an integrator besides rk4 and dopri5.
 
-    fail is None, or (the kernel stopped at a divergence; the rows of X from fail["sample"] on are NaN) a dict:
-    code (kernel fail_code), t, sample (index into ts of the first sample not written), index (the state
-    component the kernel named, or -1), state (rk4, hht: the bad state the step produced; dopri5: None).
+    fail is None, or (the kernel stopped at a divergence; the rows of X from fail.sample on are NaN) its Failure.
     work (len(ts) float64, optional): filled with the work of the non-conservative forces at every sample, integrated
     by rk4 and dopri5 with their own steps (kernel.wnc, dW/dt = kernel.pnc). outs (len(ts) x kernel NOUT, optional,
     rk4 of a kernel with IN_LOOP_OUTPUTS): rows 1.. get the outputs of the samples from the steps' kinematics."""
@@ -133,9 +172,8 @@ def integrate_chunks(kernel, x, ts, integrator, substeps, rtol, atol, h_max, lab
                 X[k + 1:k + 1 + m] = out
                 stats += np.asarray(st)
             if kernel.fail_code:
-                fail = {"code": int(kernel.fail_code), "t": float(kernel.fail_t),
-                        "sample": k + 1 + int(kernel.fail_sample), "index": int(kernel.fail_index),
-                        "state": None if integrator == "dopri5" else np.array(x)}
+                fail = Failure.of_kernel(kernel, k + 1 + int(kernel.fail_sample),
+                                         state=None if integrator == "dopri5" else np.array(x))
                 bar.update(int(kernel.fail_sample))
                 break
             k += m
@@ -158,11 +196,11 @@ def _bad_component(system, fail, last):
 
     The kernel's (dopri5), else among the non-finite components of
     the bad state the one that was largest in the last good state (it is the one that ran away)."""
-    if fail["index"] >= 0 or fail["state"] is None:
-        return fail["index"]
-    bad = np.flatnonzero(~np.isfinite(fail["state"]))
+    if fail.index >= 0 or fail.state is None:
+        return fail.index
+    bad = np.flatnonzero(~np.isfinite(fail.state))
     if bad.size == 0:                        # finite but run away: the largest component
-        return int(np.argmax(np.abs(fail["state"])))
+        return int(np.argmax(np.abs(fail.state)))
     if bad.size == 1:
         return int(bad[0])
     return int(bad[np.argmax(np.abs(last[bad]))])
@@ -185,11 +223,11 @@ def divergence(system, fail, X, ts, integrator, h, stable_step=None):
     (partial left None): time, first bad coordinate by name, last
     good state, hint.  h: the integrator's (fixed) step; stable_step: the estimated stable rk4 step of a beam
     model, if known."""
-    code, t, sample = fail["code"], fail["t"], fail["sample"]
+    code, t, sample = fail.code, fail.t, fail.sample
     last = X[sample - 1]
     k = _bad_component(system, fail, last)
     kind, name = _component(system, k) if k >= 0 else (None, None)
-    reason = fail.get("detail") or FAIL_REASONS.get(code, f"kernel failure code {code}")
+    reason = fail.detail or FAIL_REASONS.get(code, f"kernel failure code {code}")
     if code == Fail.NONFINITE and integrator == "dopri5":
         reason = "the state derivative became non-finite (NaN or inf)"
     if integrator == "rk4" and code in (Fail.NONFINITE, RUNAWAY):
@@ -208,7 +246,7 @@ def divergence(system, fail, X, ts, integrator, h, stable_step=None):
         elif code == Fail.NONFINITE and integrator == "dopri5":
             where = f"; first non-finite derivative: {kind} {name}"
         elif code == RUNAWAY:
-            where = f"; runaway {kind}: {name} = {fail['state'][k]:.3g}"
+            where = f"; runaway {kind}: {name} = {fail.state[k]:.3g}"
         else:
             where = f"; first bad {kind}: {name}"
     msg = (f"simulation diverged at t = {t:.6g} s (sample {sample} of {len(ts) - 1}, {integrator}): {reason}{where}; "
@@ -267,9 +305,9 @@ def energy_balance(system, res) -> dict:
 
 
 def runaway(system, res, X):
-    """The first sample at which a run has visibly run away, as a fail dict, or None.
+    """The first sample at which a run has visibly run away, as a Failure, or None.
 
-    The first sample at which a run has visibly run away although its state is finite, as a fail dict
+    The first sample at which a run has visibly run away although its state is finite, as a Failure
     (code RUNAWAY) for divergence(), or None: an energy that is not finite, or a spurious energy gain
     E - E0 - W larger than RUNAWAY_GAIN times the largest |T|, |V|, |E0| seen up to that sample (an unstable
     explicit step pumps energy in; numerical damping only takes it out, so losses never count).  W: the
@@ -315,7 +353,7 @@ def runaway(system, res, X):
                   f"than {RUNAWAY_GAIN:g} x the largest |T|, |V|, |E0| so far ({scale[k]:.3g} J)")
     else:
         detail = "the energy became non-finite (the state ran away)"
-    return {"code": RUNAWAY, "t": float(ts[k]), "sample": k, "index": -1, "state": X[k].copy(), "detail": detail}
+    return Failure(code=RUNAWAY, t=float(ts[k]), sample=k, state=X[k].copy(), detail=detail)
 
 
 def versions():

@@ -169,10 +169,10 @@ class System(Derivatives):
                 self.kernel.step_threads = 1
 
     def _finish_run(self, meta, run: Run, stats, fail):
-        """Family entries of a run's meta; returns the fail dict.
+        """Family entries of a run's meta; returns the run's Failure (or None).
 
-        Family entries of a run's meta (stats: integrate_chunks'); returns the fail dict (in the family's
-        words)."""
+        Family entries of a run's meta (stats: integrate_chunks'); returns the run's Failure or None (the
+        failure in the family's words: Failure.explained)."""
         return fail
 
     def _result(self, X, ts, meta, run: Run) -> Result:
@@ -477,14 +477,14 @@ class System(Derivatives):
         if run.stable is not None:
             meta["rk4_stable_step"] = run.stable if math.isfinite(run.stable) else None
         fail = self._finish_run(meta, run, stats, fail)
-        n = fail["sample"] if fail else len(ts)
+        n = fail.sample if fail else len(ts)
         res = self._with_work(self._result(X[:n], ts[:n], meta, run), run, n)
         fail = runaway(self, res, X[:n]) or fail   # finite states whose energy ran away: an earlier failure
         if fail:
             err = divergence(self, fail, X, ts, run.integrator, run.h, run.stable)
             if not keep_partial:
                 raise err
-            n = fail["sample"]
+            n = fail.sample
             meta.update(partial=True, diverged_at=err.t, diverged=str(err))
             res = self._with_work(self._result(X[:n], ts[:n], meta, run), run, n)   # (X[:n]: the joint wrenches too)
             err.partial = res

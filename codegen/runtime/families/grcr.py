@@ -480,7 +480,7 @@ class CoupledLoopRun:
 
         rk4 over the sample times ts from x (source state); returns (X, stats, wall, fail) as
         integrate_chunks does, and records the restructurings in self.switches."""
-        from ..integrate import _progress_bar
+        from ..integrate import Failure, _progress_bar
         ns, dt = len(ts) - 1, ts[1] - ts[0]
         X = np.full((ns + 1, len(x)), np.nan)
         X[0] = x
@@ -506,8 +506,7 @@ class CoupledLoopRun:
                     self.tolerance(cur, X[k], ts[k])
                 if kern.fail_code == Fail.DEGRADED:      # restructure from the last sample
                     if nok == 0 and stalled:
-                        fail = {"code": Fail.DEGRADED, "t": float(kern.fail_t), "sample": k + 1, "index": -1,
-                                "state": self.from_struct(st, xs[None])[0]}
+                        fail = Failure.of_kernel(kern, k + 1, self.from_struct(st, xs[None])[0], index=-1)
                         break
                     stalled = nok == 0
                     h = self.own_health(self.from_struct(st, xs[None])[0], cur, float(kern.fail_t))
@@ -519,8 +518,7 @@ class CoupledLoopRun:
                                               self.window_names(self.names[L], new[L])))
                     cur = new
                 elif kern.fail_code:
-                    fail = {"code": int(kern.fail_code), "t": float(kern.fail_t), "sample": k + 1, "index": -1,
-                            "state": self.from_struct(st, xs[None])[0]}
+                    fail = Failure.of_kernel(kern, k + 1, self.from_struct(st, xs[None])[0], index=-1)
                     break
         self.final = cur
         return X, stats, time.perf_counter() - wall, fail
@@ -635,10 +633,10 @@ class GrcrSystem(TreeSystem):
 
     def _finish_run(self, meta, run, stats, fail):
         fail = super()._finish_run(meta, run, stats, fail)
-        if fail and fail["code"] == Fail.DEPENDENT_ROWS:
+        if fail and fail.code == Fail.DEPENDENT_ROWS:
             names = [c.name for c in self.plan.couplings]
-            r = fail.get("index", -1)
-            fail = dict(fail, index=-1, detail=(
+            r = fail.index
+            fail = fail.explained((
                 f"the couplings became dependent on the loops' manifold (couplings {', '.join(names)}; first "
                 f"dependent row: couplings[{names[r] if 0 <= r < len(names) else '?'}]): a redundant coupling, or "
                 f"one that the loops already fix"))

@@ -131,16 +131,15 @@ def loop_outputs(system, X, ts) -> dict:
     return out
 
 
-def dependent_rows_detail(system, fail) -> dict:
-    """A failed run's dict (Fail.DEPENDENT_ROWS) with the message naming the cut joints."""
+def dependent_rows_detail(system, fail):
+    """A failed run's Failure (Fail.DEPENDENT_ROWS) with the message naming the cut joints."""
     names = row_cuts(system.plan)
-    r = fail.get("index", -1)
+    r = fail.index
     cut = row_fields(system.plan)[r] if 0 <= r < len(names) else None
     cuts = ", ".join(c.name for c in _constraints(system.plan))
-    fail = dict(fail, index=-1, detail=(
+    return fail.explained((
         f"the loop-closure constraints became dependent (cut joints and couplings {cuts}; first dependent row: "
         f"{cut}): a redundant cut joint or coupling, or a singular configuration"))
-    return fail
 
 
 class LoopSystem(TreeSystem):
@@ -166,7 +165,7 @@ class LoopSystem(TreeSystem):
 
     def _finish_run(self, meta, run, stats, fail):
         meta["baumgarte"], meta["projection"] = self.kernel.alpha, bool(run.projection)
-        return dependent_rows_detail(self, fail) if fail and fail["code"] == Fail.DEPENDENT_ROWS else fail
+        return dependent_rows_detail(self, fail) if fail and fail.code == Fail.DEPENDENT_ROWS else fail
 
     def _loop_outputs(self, res, X, ts):
         res.extra.update(loop_outputs(self, X, ts))
