@@ -106,7 +106,7 @@ def test_templates_stay_small():
 
 # the templates that read the force elements' records in p through a pointer fp = self.p + <record index>
 FORCE_RECORD_TEMPLATES = ("actuators", "tendons", "limits", "friction", "forces", "outputs", "derivative_entries",
-                          "derivative_api", "integrators")
+                          "derivative_api", "base")
 
 
 def test_force_element_records_are_read_by_name():

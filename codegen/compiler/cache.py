@@ -21,7 +21,7 @@ from typing import Optional
 
 from ..algorithms import BuildError, family
 from ..symbolic import persist
-from . import trust
+from . import engine_build, trust
 from .render import PACKAGE_DIR, render
 from .entries import (_MISSING, FAILED_MARK, DerivedStore, _assemble_entry, _ext_suffix, current_umask, entry_problem,
                       sweep_temp_folders)
@@ -130,6 +130,7 @@ def cached_module(key: str, modname: str, label: str, source, cache_dir=None, pr
         mod = sys.modules.get(modname)
         if mod is not None:
             return mod, info
+        engine_build.engine(cache)            # the module's base class: the engine, compiled once
         try:
             spec = importlib.util.spec_from_file_location(modname, so_path)
             mod = importlib.util.module_from_spec(spec)

@@ -11,6 +11,7 @@ from functools import lru_cache
 
 from .._version import __version__
 from ..algorithms import family
+from .engine_source import interface_hash
 from .toolchain import _toolchain_fingerprint, cpu_fingerprint, lanes_enabled, opt_flags
 from .render import PACKAGE_DIR, names_key, template_dir
 
@@ -50,6 +51,6 @@ def build_key(model, algorithm: str, options: dict, derivatives: bool = False) -
     payload = json.dumps({"topology": model.topology_key(), "pattern": code_pattern(model, algorithm),
                           "names": names_key(model),
                           "algorithm": algorithm, "options": options, "derivatives": bool(derivatives),
-                          "generator": __version__, "sources": _source_fingerprint(),
+                          "generator": __version__, "sources": _source_fingerprint(), "engine": interface_hash(),
                           "toolchain": _toolchain_fingerprint(), "cpu": cpu_fingerprint(), **opt}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:20]

@@ -152,10 +152,12 @@ def accepted_flags(flags: tuple) -> list:
     return [f for f in flags if _cc_accepts([f])]
 
 
-def _compile(pyx: Path, build_dir: Path, modname: str, quiet: bool, extra=(), cflags=()) -> Path:
+def _compile(pyx: Path, build_dir: Path, modname: str, quiet: bool, extra=(), cflags=(), macros=()) -> Path:
     """Cythonize and compile one .pyx (and the C files `extra`) inside build_dir; returns the extension path.
 
-    cflags: C compiler flags beyond the build's own (the family's, codegen.algorithms.family.Family.cflags)."""
+    cflags: C compiler flags beyond the build's own (the family's, codegen.algorithms.family.Family.cflags);
+    macros: (name, value) pairs defined for the C compiler. The package's .pxd files (the engine's,
+    codegen/compiler/engine.pxd) are on Cython's include path."""
     from Cython.Build import cythonize
     from setuptools import Distribution, Extension
     from setuptools.command.build_ext import build_ext
@@ -164,12 +166,12 @@ def _compile(pyx: Path, build_dir: Path, modname: str, quiet: bool, extra=(), cf
     omp = openmp_flags()
     vm_macros, vm_libs = vector_math_flags() if extra else ((), ())
     ext = Extension(modname, [str(pyx), *map(str, extra)], include_dirs=[numpy.get_include()],
-                    define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"), *vm_macros],
+                    define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"), *vm_macros, *macros],
                     # -g0: no debug information (Python's own CFLAGS carry -g): a third less compile time
                     extra_compile_args=opt_flags() + ["-g0", "-fno-math-errno", "-w"] + native_flags() + omp + list(cflags),
                     libraries=list(vm_libs), extra_link_args=omp)
     with _captured(quiet):           # Cython prints its own traceback of a failure (a full disk): kept, not shown
-        exts = cythonize([ext], quiet=True, language_level=3,
+        exts = cythonize([ext], quiet=True, language_level=3, include_path=[str(Path(__file__).resolve().parents[2])],
                          compiler_directives={"boundscheck": False, "wraparound": False, "cdivision": True})
         dist = Distribution({"name": modname, "ext_modules": exts})
         cmd = build_ext(dist)

@@ -1,21 +1,99 @@
-{#- Time integrators shared by every algorithm family; included inside the kernel class body.
-    Needs: constants NQ, NV, NQUAT and array QUAT (quaternion offsets in q), members ktmp (>= 14 (NQ+NV)
-    doubles), has_hook, hook_error, and a method rhs(t, x, xd) with x = [q, u].
-    Divergence watch: no exception leaves nogil code; an integrator that meets a non-finite state (or, dopri5,
-    a collapsing step size) records what happened in fail_code / fail_t / fail_sample / fail_index, and the
-    checked wrappers run_rk4 / run_dopri5 (and the rancf integrate_hht) stop there and report it. #}
-    # ================================================================== divergence watch
-    cdef public int fail_code       # FAIL_NONE, FAIL_NONFINITE (state or state derivative), FAIL_STEP_COLLAPSED,
-                                    # FAIL_REJECTED (too many in a row), FAIL_NOT_PD, ... (codegen.algorithms.codes)
-    cdef public double fail_t       # time of the failure (rk4, hht: end of the step that produced it)
-    cdef public long fail_sample    # index, within the call, of the first sample that could not be written
-    cdef public long fail_index     # dopri5: state component that failed (-1: see the state itself)
-    cdef public object signal_exc   # the exception of a signal's Python handler met during a run (raised after it)
-    cdef public double pnc          # power of the non-conservative forces at the last rhs (forces(); beams: 0)
-    cdef public double wnc          # their work, integrated by rk4 and dopri5 with the run's own steps
-    cdef int nsig                   # steps since signals were last polled
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: initializedcheck=False, nonecheck=False, infer_types=False
+"""The run-time engine: compiled once per installation, shared by every generated module.
 
-    cdef inline bint finite_state(self, const double* x, int n) noexcept nogil:
+Every model's module subclasses Engine (codegen/compiler/engine.pxd) and overrides the model's methods: rhs
+(the state derivative), normalize (unit quaternions, activation ranges), project (closed loops), rk4_pipe
+(two-thread rk4) and sample_outputs (in-loop outputs). The integrators below reach the model through those
+alone, with the model's sizes (nq, nv, nx, nout) as numbers, not compile-time constants.
+
+Roadmap: divergence watch (finite_state, clear_failure) -> integrators (rk4 and its step_end, dopri5 and
+dopri5_fail) -> signals and the force hook (poll_signals, hook_error_flag, raise_pending) -> checked drivers
+(run_rk4, run_dopri5: the Python API of a run).
+"""
+from libc.math cimport sqrt, fabs
+from libc.stdlib cimport calloc, free
+from libc.string cimport memcpy
+import numpy as np
+
+include "engine_codes.pxi"
+
+cdef extern from "Python.h":
+    int PyErr_CheckSignals() except -1
+    int PyObject_GetBuffer(object obj, Py_buffer* view, int flags) except -1
+    void PyBuffer_Release(Py_buffer* view)
+    enum: PyBUF_C_CONTIGUOUS, PyBUF_FORMAT, PyBUF_WRITABLE
+
+cdef extern from *:
+    """
+    #ifndef MB_ENGINE_SOURCE
+    #define MB_ENGINE_SOURCE "unknown"
+    #endif
+    """
+    const char* MB_ENGINE_SOURCE
+
+SOURCE = MB_ENGINE_SOURCE.decode()      # the hash of the engine's source it was built from (engine_source.py)
+
+
+cdef double* acquire(object a, Py_buffer* v, Py_ssize_t n, str name, bint writable=False) except NULL:
+    """Data pointer of a C-contiguous float64 buffer of n values. Release with PyBuffer_Release(v)."""
+    PyObject_GetBuffer(a, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (PyBUF_WRITABLE if writable else 0))
+    if v.itemsize != 8 or v.format == NULL or v.format[0] != b'd' or v.len != n * 8:
+        PyBuffer_Release(v)
+        raise ValueError(f"{name}: expected {n} float64 values in a C-contiguous array")
+    return <double*> v.buf
+
+
+def f64(a, n=None):
+    """a as a C-contiguous float64 array (of shape n, if given)."""
+    out = np.ascontiguousarray(a, dtype=np.float64)
+    return out if n is None else out.reshape(n)
+
+
+cdef class Engine:
+    """What every model's kernel class shares; a model's module subclasses it (see engine.pxd)."""
+
+    def __cinit__(self):
+        self.ktmp = NULL
+        self.oprev = NULL
+        self.step_threads = 1
+
+    def __dealloc__(self):
+        free(self.ktmp)
+
+    cdef int init_engine(self, int nq, int nv, int nx, int nout, int pipelined) except -1:
+        """The model's sizes, from its module's __cinit__; allocates the integrators' stages."""
+        self.nq, self.nv, self.nx, self.nout, self.pipelined = nq, nv, nx, nout, pipelined
+        free(self.ktmp)
+        self.ktmp = <double*> calloc(16 * nx + 16, sizeof(double))
+        if self.ktmp == NULL:
+            raise MemoryError()
+        return 0
+
+    # ================================================================== the model's (overridden by its module)
+    cdef void rhs(self, double t, const double* x, double* xd) noexcept nogil:
+        """xd = dx/dt at (t, x): the model's state derivative."""
+        pass
+
+    cdef void normalize(self, double* x) noexcept nogil:
+        """After a step: the model's unit quaternions renormalised, activations clamped to their ranges."""
+        pass
+
+    cdef void project(self, double* x, double t) noexcept nogil:
+        """After a step (project_on): the state moved back onto the model's constraints."""
+        pass
+
+    cdef int rk4_pipe(self, double t, double* x, double h, int nsteps) noexcept nogil:
+        """rk4 on two threads (pipelined models override it)."""
+        return STEP_FAILED
+
+    cdef void sample_outputs(self, const double* x, double* out, int from_kin) noexcept nogil:
+        """The nout outputs of state x (from_kin: from the kinematics the last rhs(x) took, else a pass of
+        their own)."""
+        pass
+
+    # ================================================================== divergence watch
+    cdef bint finite_state(self, const double* x, int n) noexcept nogil:
         """One sum over the state: finite iff every component is (an overflowing sum counts as divergence)."""
         cdef double s = 0.0
         cdef int k
@@ -23,43 +101,37 @@
             s += x[k]
         return (s - s) == 0.0
 
-    cdef inline void clear_failure(self) noexcept nogil:
+    cdef void clear_failure(self) noexcept nogil:
         self.fail_code = FAIL_NONE
         self.fail_t = 0.0
         self.fail_sample = -1
         self.fail_index = -1
 
-    cdef inline void normalize_quat(self, double* x, int o) noexcept nogil:
+    cdef void normalize_quat(self, double* x, int o) noexcept nogil:
         """The quaternion x[o .. o + 3] divided by its norm."""
         cdef double s = sqrt(x[o] * x[o] + x[o + 1] * x[o + 1] + x[o + 2] * x[o + 2] + x[o + 3] * x[o + 3])
         x[o] /= s; x[o + 1] /= s; x[o + 2] /= s; x[o + 3] /= s
 
-    cdef inline void normalize(self, double* x) noexcept nogil:
-        cdef int k
-        for k in range(NQUAT):
-            self.normalize_quat(x, QUAT[k])
-{% for a in actuators|default([]) if a.data.ia is not none %}        x[NX - NA + {{ a.data.ia }}] = fmin(fmax(x[NX - NA + {{ a.data.ia }}], self.p[{{ a.index }} + AP_actrange]), self.p[{{ a.index }} + AP_actrange + 1])   # act in actrange
-{% endfor %}
     # ================================================================== integrators
     cdef int rk4(self, double t, double* x, double h, int nsteps) noexcept nogil:
         """Classic Runge-Kutta 4, fixed step; quaternions renormalised (activations clamped to actrange, as
         MuJoCo's step does) after each step.  A non-finite state
         after a step sets fail_code = FAIL_NONFINITE and fail_t (the first time only; clear_failure() resets)."""
-        cdef int n = NX, s, k
+        cdef int n = self.nx, s, k
         cdef double* k1 = self.ktmp
         cdef double* k2 = k1 + n
         cdef double* k3 = k2 + n
         cdef double* k4 = k3 + n
         cdef double* xt = k4 + n
         cdef double pw
-{% if pipeline|default(false) %}        if self.step_threads > 1 and not self.has_hook:     # two threads (templates/mstmm/pipeline.pyx.j2)
+        if self.pipelined and self.step_threads > 1 and not self.has_hook:     # two threads (the model's rk4_pipe)
             return self.rk4_pipe(t, x, h, nsteps)
-{% endif %}        for s in range(nsteps):
+        for s in range(nsteps):
             self.rhs(t, x, k1)
-{% if fd_kin|default(false) %}            if self.oprev != NULL:              # the sample x: its outputs from the kinematics k1 just took
-                self.outputs_kin(x, x + NQ, self.oprev, self.oprev + 3 * NB, self.oprev + 7 * NB)
+            if self.oprev != NULL:              # the sample x: its outputs from the kinematics k1 just took
+                self.sample_outputs(x, self.oprev, 1)
                 self.oprev = NULL
-{% endif %}            pw = self.pnc
+            pw = self.pnc
             for k in range(n):
                 xt[k] = x[k] + 0.5 * h * k1[k]
             self.rhs(t + 0.5 * h, xt, k2)
@@ -75,17 +147,17 @@
             for k in range(n):
                 x[k] += h / 6.0 * (k1[k] + 2.0 * k2[k] + 2.0 * k3[k] + k4[k])
             self.normalize(x)
-{% if project_hook|default(false) %}            if self.project_on:                 # closed loops: back onto the constraint manifold
+            if self.project_on:                 # closed loops: back onto the constraint manifold
                 self.project(x, t + h)
-{% endif %}            if self.step_end(&t, x, h) != STEP_OK:
+            if self.step_end(&t, x, h) != STEP_OK:
                 return STEP_STOP
         return STEP_OK
 
-    cdef inline int step_end(self, double* t, const double* x, double h) noexcept nogil:
+    cdef int step_end(self, double* t, const double* x, double h) noexcept nogil:
         """After a step of rk4 (and of its two-thread form): the time, the divergence watch (the first non-finite
         state is recorded: run_rk4 stops there), hook errors and signals."""
         t[0] += h
-        if self.fail_code == FAIL_NONE and not self.finite_state(x, NX):
+        if self.fail_code == FAIL_NONE and not self.finite_state(x, self.nx):
             self.fail_code = FAIL_NONFINITE
             self.fail_t = t[0]
         if self.hook_error_flag():
@@ -118,7 +190,7 @@
                 return 1
         return 0
 
-    cdef inline int hook_error_flag(self) noexcept nogil:
+    cdef int hook_error_flag(self) noexcept nogil:
         if not self.has_hook:
             return 0
         with gil:
@@ -129,7 +201,7 @@
         """Record a dopri5 failure: bad = a non-finite vector (its first non-finite component is named), or
         (bad = NULL) the rejected step from x in ktmp = K1..K7, y1: the largest scaled term of its error
         estimate is named."""
-        cdef int n = NX, k
+        cdef int n = self.nx, k
         cdef const double* K = self.ktmp
         cdef const double* y1 = K + 7 * n
         cdef double e, sk, emax = -1.0
@@ -154,7 +226,7 @@
         return STEP_FAILED
 
     cdef int dopri5(self, double* t, double* x, double* h, double tout, int nout, const double* ts,
-                    double* xout, double rtol, double atol, double hmax, long* stats, double* wout=NULL) noexcept nogil:
+                    double* xout, double rtol, double atol, double hmax, long* stats, double* wout) noexcept nogil:
         """Dormand-Prince 5(4) with error control and 4th-order dense output (Hairer's contd5).
         Advances from t to the last of the nout sample times ts, writing x(ts[k]) to xout rows.
         A trial step with a non-finite result is rejected like one with a large error.  Returns STEP_FAILED (t, x: the
@@ -162,7 +234,7 @@
         finite (fail_code 1), the step size collapses below 1e-14 max(1, |t|) (2), or 100 steps in a row are
         rejected (3); fail_index names the state component (the largest term of the error estimate, or the
         first non-finite derivative)."""
-        cdef int n = NX, k, st, iout = 0, nrej = 0
+        cdef int n = self.nx, k, st, iout = 0, nrej = 0
         cdef bint clamped
         cdef double* K1 = self.ktmp
         cdef double* K2 = K1 + n
@@ -270,9 +342,9 @@
                 t[0] += hh
                 memcpy(x, y1, n * sizeof(double))
                 self.normalize(x)
-{% if project_hook|default(false) %}                if self.project_on:
+                if self.project_on:
                     self.project(x, t[0])
-{% endif %}                self.rhs(t[0], x, K1)        # (FSAL would reuse K7; renormalisation changes x)
+                self.rhs(t[0], x, K1)        # (FSAL would reuse K7; renormalisation changes x)
                 P[1] = self.pnc
                 stats[0] += 1
                 if not self.finite_state(K1, n):
@@ -298,49 +370,51 @@
         return STEP_OK
 
     # ================================================================== checked drivers (Python API)
-    def run_rk4(self, double t0, x, double h, int nsamples, int substeps=1, wout=None{{ ", oout=None" if fd_kin|default(false) }}):
+    def run_rk4(self, double t0, x, double h, int nsamples, int substeps=1, wout=None, oout=None):
         """RK4 from t0 with x = [q, u] advanced in place: nsamples samples of substeps steps of size h.
         Returns (samples (nsamples x (nq + nv)), number of good samples).  At the first non-finite state it
         stops: fail_code = FAIL_NONFINITE, fail_t = the time of that state, fail_sample = the sample that holds it;
         x is left at that (bad) state and the rows from fail_sample on are NaN.  wout (nsamples float64, optional):
-        the work of the non-conservative forces at each sample (self.wnc goes on from its value).{% if fd_kin|default(false) %}
-        oout (nsamples x NOUT float64, optional): the outputs of each good sample (centroids, quaternions, T, V as
-        outputs_at gives them), each from the kinematics of the next step's first stage (the last: its own pass).{% endif %}"""
-        xout = np.zeros((nsamples, NX))
-        cdef Py_buffer vx, vo, vw
-        cdef double* px = acquire(x, &vx, NX, "state", True)
-        cdef double* po = acquire(xout, &vo, nsamples * NX, "out", True)
+        the work of the non-conservative forces at each sample (self.wnc goes on from its value).
+        oout (nsamples x nout float64, optional; models whose class sets IN_LOOP_OUTPUTS): the outputs of each
+        good sample (centroids, quaternions, T, V as outputs_at gives them), each from the kinematics of the next
+        step's first stage (the last: its own pass)."""
+        cdef int n = self.nx
+        if oout is not None and self.nout == 0:
+            raise ValueError("run_rk4: oout: this model has no in-loop outputs")
+        xout = np.zeros((nsamples, n))
+        cdef Py_buffer vx, vo, vw, vout
+        cdef double* px = acquire(x, &vx, n, "state", True)
+        cdef double* po = acquire(xout, &vo, nsamples * n, "out", True)
         cdef double* pw = acquire(wout, &vw, nsamples, "wout", True) if wout is not None else NULL
-{% if fd_kin|default(false) %}        cdef Py_buffer vout
-        cdef double* pout = acquire(oout, &vout, nsamples * NOUT, "oout", True) if oout is not None else NULL
-{% endif %}        cdef int s, rc = 0
+        cdef double* pout = acquire(oout, &vout, nsamples * self.nout, "oout", True) if oout is not None else NULL
+        cdef int s, rc = 0
         cdef long nok = 0
         self.hook_error = self.signal_exc = None
         self.clear_failure()
         with nogil:
             for s in range(nsamples):
-{% if fd_kin|default(false) %}                self.oprev = (pout + (s - 1) * NOUT) if (pout != NULL and s > 0) else NULL
-{% endif %}                rc = self.rk4(t0 + s * substeps * h, px, h, substeps)
+                self.oprev = (pout + (s - 1) * self.nout) if (pout != NULL and s > 0) else NULL
+                rc = self.rk4(t0 + s * substeps * h, px, h, substeps)
                 if rc != STEP_OK:
                     break
                 if self.fail_code != 0:
                     self.fail_sample = s
                     break
-                memcpy(po + s * NX, px, NX * sizeof(double))
+                memcpy(po + s * n, px, n * sizeof(double))
                 if pw != NULL:
                     pw[s] = self.wnc
                 nok += 1
-{% if fd_kin|default(false) %}            self.oprev = NULL
+            self.oprev = NULL
             if pout != NULL and nok > 0:        # the last good sample: a kinematics pass of its own
-                self.outputs(po + (nok - 1) * NX, po + (nok - 1) * NX + NQ, pout + (nok - 1) * NOUT,
-                             pout + (nok - 1) * NOUT + 3 * NB, pout + (nok - 1) * NOUT + 7 * NB)
-{% endif %}        PyBuffer_Release(&vx); PyBuffer_Release(&vo)
+                self.sample_outputs(po + (nok - 1) * n, pout + (nok - 1) * self.nout, 0)
+        PyBuffer_Release(&vx); PyBuffer_Release(&vo)
         if pw != NULL:
             PyBuffer_Release(&vw)
-{% if fd_kin|default(false) %}        if pout != NULL:
+        if pout != NULL:
             PyBuffer_Release(&vout)
             oout[nok:] = np.nan
-{% endif %}        xout[nok:] = np.nan
+        xout[nok:] = np.nan
         self.raise_pending()
         return xout, nok
 
@@ -353,7 +427,7 @@
         each sample time, by the same dense output."""
         ts = f64(ts)
         cdef Py_ssize_t m = ts.shape[0]
-        xout = np.zeros((m, NX))
+        xout = np.zeros((m, self.nx))
         cdef double t = t0, h = h0
         cdef long stats[3]
         cdef int rc = 0
@@ -364,8 +438,8 @@
         self.clear_failure()
         if m == 0:
             return xout, t, h, (0, 0, 0), 0
-        cdef double* px = acquire(x, &vx, NX, "state", True)
-        cdef double* po = acquire(xout, &vo, m * NX, "out", True)
+        cdef double* px = acquire(x, &vx, self.nx, "state", True)
+        cdef double* po = acquire(xout, &vo, m * self.nx, "out", True)
         cdef double* pt = acquire(ts, &vt, m, "ts")
         cdef double* pw = acquire(wout, &vw, m, "wout", True) if wout is not None else NULL
         with nogil:

@@ -1,0 +1,51 @@
+"""The run-time engine compiled once (codegen/compiler/engine.pyx): every model's kernel class derives from it."""
+import numpy as np
+import pytest
+
+import codegen
+from codegen.compiler import engine_build
+from codegen.compiler.engine_source import MODULE, interface_hash, source_hash
+
+
+def test_engine_codes_are_generated_from_codes_py():
+    """engine_codes.pxi is codegen.algorithms.codes rendered as every module renders it (regenerate:
+    python -m codegen.compiler.engine_build)."""
+    assert engine_build.CODES_FILE.read_text() == engine_build.codes_source()
+
+
+def test_engine_interface_is_in_the_build_key(monkeypatch):
+    from codegen.compiler import key
+    m = codegen.models.chain(2)
+    k0 = key.build_key(m, "recursive", {"ref_point": "centroid"})
+    monkeypatch.setattr(key, "interface_hash", lambda: "another")
+    assert key.build_key(m, "recursive", {"ref_point": "centroid"}) != k0
+    assert len(interface_hash()) == 16
+
+
+@pytest.mark.build
+def test_engine_built_once_into_a_cache(tmp_path):
+    """Without the package's extension (a source checkout) or with a stale one: one build into the cache,
+    reused, carrying its source hash."""
+    mod = engine_build._cached(tmp_path)
+    (so,) = tmp_path.glob("engine-*/engine*.so")
+    stamp = so.stat().st_mtime_ns
+    assert mod.SOURCE == source_hash() and mod.__name__ == MODULE
+    assert engine_build._cached(tmp_path).SOURCE == source_hash() and so.stat().st_mtime_ns == stamp
+    from codegen.compiler.housekeeping import cache_entries
+    assert [e["module"] for e in cache_entries(tmp_path)] == [MODULE]    # mbgen cache info | clean see it
+
+
+@pytest.mark.build
+def test_kernels_derive_from_the_engine():
+    """The integrators a run uses are the engine's: the model's class overrides only the model's methods."""
+    import sys
+    s = codegen.build(codegen.models.chain(3))
+    eng = sys.modules[MODULE]
+    k = s.kernel
+    assert isinstance(k, eng.Engine) and type(k) is not eng.Engine
+    for name in ("run_rk4", "run_dopri5", "raise_pending"):
+        assert name not in type(k).__dict__ and name in eng.Engine.__dict__
+    x = np.zeros(6)
+    x[0] = 0.5
+    X, nok = k.run_rk4(0.0, x, 1e-3, 5)
+    assert nok == 5 and np.isfinite(X).all() and X[-1, 0] < 0.5     # it falls
