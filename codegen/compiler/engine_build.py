@@ -1,9 +1,10 @@
 """The engine, compiled once: the package's own extension, or one build of it into the cache.
 
 ``pip install`` compiles codegen/compiler/engine.pyx (setup.py). A source checkout run without that build, or with a
-build older than its source (an editable install after an edit), gets one build of the engine into the cache
-(``<cache>/engine-<source hash>/``, under a file lock, as a model's entry), which is then imported under the
-package's name, so that every model module (``cdef class System(Engine)``) finds it there. The engine's status codes
+build older than its source (an editable install after an edit), uses the extension of an installed copy of the
+package built from the same source (``pip install .`` next to the checkout, as CI runs the tests), else gets one
+build of the engine into the cache (``<cache>/engine-<source hash>/``, under a file lock, as a model's entry); either
+is imported under the package's name, so that every model module (``cdef class System(Engine)``) finds it there. The engine's status codes
 (engine_codes.pxi) are generated from codegen.algorithms.codes like every module's: ``codes_source()``; a test keeps
 the file current (regenerate: ``python -m codegen.compiler.engine_build``)."""
 from __future__ import annotations
@@ -57,15 +58,38 @@ def engine(cache: Path):
         mod = None
     if _current(mod):
         return mod
-    return _register(_cached(Path(cache)))
+    so_path = _installed()
+    return _register(_load(so_path) if so_path else _cached(Path(cache)))
+
+
+def _installed() -> Path | None:
+    """The extension of another copy of the package on sys.path whose engine sources hash as this one's."""
+    suffix, want = _ext_suffix(), source_hash()
+    for entry in sys.path:
+        folder = Path(entry or ".") / "codegen" / "compiler"
+        try:
+            if folder.resolve() == ENGINE_DIR or not (folder / ("engine" + suffix)).is_file():
+                continue
+            if source_hash(folder) == want:
+                return folder / ("engine" + suffix)
+        except OSError:
+            continue
+    return None
+
+
+def _load(so_path: Path):
+    spec = importlib.util.spec_from_file_location(MODULE, so_path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def _cached(cache: Path):
     """The engine built into cache/engine-<hash>/ (built there first if missing), imported."""
-    from filelock import FileLock
     target = cache / f"engine-{source_hash()}"
     so_path = target / ("engine" + _ext_suffix())
     if not so_path.is_file():
+        from filelock import FileLock           # only to build: a cached run imports no more than it needs
         trust.check_lock(cache / f"{target.name}.lock")
         try:
             with FileLock(str(cache / f"{target.name}.lock")):
@@ -74,10 +98,7 @@ def _cached(cache: Path):
         except OSError as e:
             raise BuildError(f"cannot write the build cache {cache}: {e.strerror or e} (set MBGEN_CACHE_DIR or "
                              f"--cache-dir to another folder)") from None
-    spec = importlib.util.spec_from_file_location(MODULE, so_path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return _load(so_path)
 
 
 def _build(target: Path):

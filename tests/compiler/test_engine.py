@@ -49,3 +49,25 @@ def test_kernels_derive_from_the_engine():
     x[0] = 0.5
     X, nok = k.run_rk4(0.0, x, 1e-3, 5)
     assert nok == 5 and np.isfinite(X).all() and X[-1, 0] < 0.5     # it falls
+
+
+def test_engine_of_an_installed_copy_with_the_same_source(tmp_path, monkeypatch):
+    """A source checkout run where `pip install .` built the package (CI runs the tests so) uses that build of the
+    engine when its sources hash as the checkout's, and never a build of other sources."""
+    import shutil
+    import sys
+    from codegen.compiler.engine_source import ENGINE_DIR, ENGINE_FILES
+    from codegen.compiler.entries import _ext_suffix
+    folder = tmp_path / "site" / "codegen" / "compiler"
+    folder.mkdir(parents=True)
+    for name in ENGINE_FILES:
+        shutil.copyfile(ENGINE_DIR / name, folder / name)
+    so = folder / ("engine" + _ext_suffix())
+    so.write_bytes(b"")
+    monkeypatch.setattr(sys, "path", [str(ENGINE_DIR.parent.parent), str(tmp_path / "site")])
+    assert engine_build._installed() == so
+    (folder / "engine.pyx").write_text((ENGINE_DIR / "engine.pyx").read_text() + "\n# edited\n")
+    assert engine_build._installed() is None                     # other sources: built into the cache instead
+    so.unlink()
+    (folder / "engine.pyx").write_text((ENGINE_DIR / "engine.pyx").read_text())
+    assert engine_build._installed() is None                     # sources without a build
