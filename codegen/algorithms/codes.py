@@ -53,6 +53,16 @@ class Poll(IntEnum):
     EVERY = 4096
 
 
+class Reference(IntEnum):
+    """Where a frame's 6-vectors (velocity, acceleration, Jacobian rows) are taken and in which axes."""
+
+    LOCAL = 0                 # the frame's own axes, at its origin
+    WORLD = 1                 # world axes, at the world origin (spatial vectors)
+    LOCAL_WORLD_ALIGNED = 2   # world axes, at the frame's origin
+
+
 TEMPLATE_ENUMS = {"FAIL": Fail, "SWITCH": Switching, "POLL": Poll, "STEP": Step}  # C names: FAIL_NONFINITE, STEP_OK, ...
 
-__all__ = ["FAIL_REASONS", "Fail", "Poll", "Step", "Switching", "TEMPLATE_ENUMS"]
+ENGINE_ENUMS = {**TEMPLATE_ENUMS, "REF": Reference}     # the engine's: REF_LOCAL, ... (engine_kinematics.pxi)
+
+__all__ = ["ENGINE_ENUMS", "FAIL_REASONS", "Fail", "Poll", "Reference", "Step", "Switching", "TEMPLATE_ENUMS"]

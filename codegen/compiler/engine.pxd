@@ -50,3 +50,48 @@ cdef class Engine:
                          double rtol, double atol) noexcept nogil
     cdef int dopri5(self, double* t, double* x, double* h, double tout, int nout, const double* ts,
                     double* xout, double rtol, double atol, double hmax, long* stats, double* wout) noexcept nogil
+
+
+# ---------------------------------------------------------------- rigid trees: what a kinematics pass leaves
+ctypedef struct TreeKin:            # world frame; a body's reference frame: origin r (its joint point), axes A
+    const double* A                 # NB x 9   rotation body -> world (row major)
+    const double* r                 # NB x 3   origin
+    const double* w                 # NB x 3   angular velocity
+    const double* vr                # NB x 3   velocity of the origin
+    const double* Hw                # NB x 36  joint columns [linear at r; angular] (6 x nvj, column major)
+    const double* ib                # NB x 10  inertia numbers, body axes: m, m rho, I about r (upper: xx xy xz yy yz zz)
+
+
+cdef class TreeEngine(Engine):
+    """The kinematic quantities of a rigid tree (frames, Jacobians, centre of mass, centroidal momentum), computed
+    once for every model from what its kinematics pass leaves (TreeKin) and its topology (init_tree)."""
+    cdef int nb                     # bodies, topological order (parents first)
+    cdef int* parent                # NB: parent body (-1: ground)
+    cdef int* iv                    # NB: first velocity of the body's joint
+    cdef int* nvj                   # NB: velocities of the body's joint
+    cdef int* hcols                 # NB: 1: Hw holds the joint's columns; 0: a ball with rates in the child's axes,
+                                    #     columns [0; A_j] (codegen.symbolic.body_kernels.body_axes_ball)
+    cdef int nf                     # frames (set_frames)
+    cdef int* fbody                 # NF: the body a frame is fixed on (-1: ground)
+    cdef double* fX                 # NF x 12: its rotation (9, row major) and origin (3) in that body's frame
+    cdef double* kw                 # workspace: body accelerations (6 NB), subtree sums (13 NB)
+    cdef double* zu                 # NV zeros (a state at rest)
+
+    cdef int init_tree(self, int nb, const int* parent, const int* iv, const int* nvj, const int* hcols) except -1
+    # the model's (its module overrides): run the kinematics of (q, u) and point k at the results; the world
+    # angular and (classical) linear acceleration of every body's origin at (q, u, ud), NB x 6; 0 on success
+    cdef int tree_kin(self, const double* q, const double* u, TreeKin* k) noexcept nogil
+    cdef int tree_acc(self, const double* q, const double* u, const double* ud, double* acc) noexcept nogil
+    # the engine's (engine_kinematics.pxi)
+    cdef void frame_world(self, const TreeKin* k, int f, double* R, double* p) noexcept nogil
+    cdef void point_motion(self, const TreeKin* k, const double* acc, int b, const double* x, double* w,
+                           double* v, double* al, double* a) noexcept nogil
+    cdef void point_jacobian(self, const TreeKin* k, int b, const double* x, int ref, const double* R,
+                             double* J) noexcept nogil
+    cdef double subtree_sums(self, const TreeKin* k) noexcept nogil
+    cdef void totals(self, double* out) noexcept nogil
+    cdef void momentum_matrix(self, const TreeKin* k, const double* G, double* AG, int ld, int rows) noexcept nogil
+    cdef void momentum(self, const TreeKin* k, const double* acc, const double* G, double* h,
+                       double* hd) noexcept nogil
+    cdef int kin_prepare(self, const double[::1] q, const double[::1] u, const double[::1] ud, TreeKin* k) except -1
+    cdef int frame_index(self, int f) except -1

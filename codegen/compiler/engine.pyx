@@ -13,7 +13,7 @@ dopri5_fail) -> signals and the force hook (poll_signals, hook_error_flag, raise
 """
 from libc.math cimport sqrt, fabs
 from libc.stdlib cimport calloc, free
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 import numpy as np
 
 include "engine_codes.pxi"
@@ -452,3 +452,6 @@ cdef class Engine:
             nok = self.fail_sample
             xout[nok:] = np.nan
         return xout, t, h, (stats[0], stats[1], stats[2]), nok
+
+
+include "engine_kinematics.pxi"

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from ..algorithms import BuildError
-from ..algorithms.codes import TEMPLATE_ENUMS
+from ..algorithms.codes import ENGINE_ENUMS
 from . import trust
 from .engine_source import ENGINE_DIR, ENGINE_FILES, MODULE, source_hash
 from .entries import _ext_suffix
@@ -32,7 +32,7 @@ CODES_FILE = ENGINE_DIR / "engine_codes.pxi"
 
 def codes_source() -> str:
     """engine_codes.pxi: the status codes of codegen.algorithms.codes as the modules' cpdef enums."""
-    text = template_env().get_template("shared/codes.pyx.j2").render(enums=TEMPLATE_ENUMS)
+    text = template_env().get_template("shared/codes.pyx.j2").render(enums=ENGINE_ENUMS)
     return ("# Generated from codegen/algorithms/codes.py by `python -m codegen.compiler.engine_build` -- do not edit.\n"
             + text)
 

@@ -20,4 +20,8 @@ cpdef enum Step:                # codegen.algorithms.codes.Step
     STEP_OK = 0
     STEP_STOP = -1
     STEP_FAILED = -2
+cpdef enum Reference:                # codegen.algorithms.codes.Reference
+    REF_LOCAL = 0
+    REF_WORLD = 1
+    REF_LOCAL_WORLD_ALIGNED = 2
 

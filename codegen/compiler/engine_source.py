@@ -1,6 +1,6 @@
 """The engine's source files and their hash (the standard library only: setup.py loads this file by path).
 
-The engine (engine.pyx, engine.pxd, engine_codes.pxi) is compiled once: at ``pip install`` by setup.py, or, in a
+The engine (engine.pyx, engine.pxd, engine_codes.pxi, engine_kinematics.pxi) is compiled once: at ``pip install`` by setup.py, or, in a
 source checkout without that build (or with a stale one), once into the build cache (codegen.compiler.engine_build).
 The hash is compiled into the extension (MB_ENGINE_SOURCE) so that a stale build is never used."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import hashlib
 from pathlib import Path
 
 ENGINE_DIR = Path(__file__).resolve().parent
-ENGINE_FILES = ("engine.pyx", "engine.pxd", "engine_codes.pxi")
+ENGINE_FILES = ("engine.pyx", "engine.pxd", "engine_codes.pxi", "engine_kinematics.pxi")
 MODULE = "codegen.compiler.engine"
 
 

@@ -339,3 +339,71 @@ def test_reactions_and_forces_can_fail():
     wrong = copy.deepcopy(dd)
     wrong["forces"][0]["point_b"] = list(np.asarray(wrong["forces"][0]["point_b"]) + [0.01, 0, 0])
     assert rel_err(Q_kernel, _applied_by_hand(wrong, peer, q, u)) > 1e-4
+
+
+# ---------------------------------------------------------------- 5. frames, Jacobians, centre of mass, centroidal
+
+@pytest.mark.parametrize("case", CASES + [("floating", "cfa", {})], ids=_id)
+def test_kinematics_vs_pinocchio(case):
+    """Every body frame's placement, velocity, spatial and classical acceleration and Jacobian in the three
+    references, the centre of mass (position, velocity, acceleration, Jacobian) and the centroidal momentum
+    matrix, momentum, rate and inertia against pinocchio (frames at the dict's body frames), on every joint type
+    and family, with a frame declared on a body (add_frame) at a placement of its own."""
+    from support.kinematics import compare
+    name, algorithm, options = case
+    d = pf.without_forces(MODELS[name])
+    s = system_for(d, algorithm, options)
+    peer = pf.DictPeer(d, s.model.coord_names, s.body_names)
+    frames = dict(peer.body_frame_ids())
+    assert set(frames) <= set(s.frames)
+    rng = np.random.default_rng(21)
+    body = s.body_names[-1]
+    pl = pin.SE3(pf.rotation({"rpy": [0.3, -1.1, 2.0]}), np.array([0.2, -0.35, 0.15]))
+    if "tool" not in s.frames:
+        s.add_frame("tool", body, pl.translation, pl.rotation)
+    frames["tool"] = peer.model.addFrame(pin.Frame("tool", peer.support[body], peer.body_pl[body] * pl,
+                                                   pin.FrameType.OP_FRAME))
+    peer.data = peer.model.createData()
+    states = [(*pf.random_state(d, s.model.coord_names, rng), rng.normal(scale=2.0, size=s.nv)) for _ in range(4)]
+    worst = compare(s, peer, frames, states)
+    bad = {k: v for k, v in worst.items() if not v < TOL}
+    assert not bad and len(worst) == 23, f"{_id(case)}: errors vs pinocchio: {bad}"
+
+
+def test_kinematics_point_jacobian_and_input_checks():
+    """The point form of frame_jacobian equals the Jacobian of a frame placed at that point; the linear rows of
+    the local_world_aligned Jacobian are the placement's derivative (central differences along each
+    velocity); bad frames, references and lengths are refused by name."""
+    d = pf.without_forces(MODELS["fixed"])
+    s = system_for(d, "recursive", {"ref_point": "centroid"})
+    peer = pf.DictPeer(d, s.model.coord_names, s.body_names)
+    rng = np.random.default_rng(4)
+    q, u = pf.random_state(d, s.model.coord_names, rng)
+    body, point = s.body_names[3], np.array([0.1, -0.2, 0.3])
+    if "probe" not in s.frames:
+        s.add_frame("probe", body, point)
+    for ref in ("local", "world", "local_world_aligned"):
+        assert rel_err(s.frame_jacobian(q, body, ref, point=point)[3:], s.frame_jacobian(q, "probe", ref)[3:]) < TOL
+    J = s.frame_jacobian(q, "probe", "local_world_aligned")
+    h = 1e-6
+    for k in range(s.nv):
+        dp = (s.frame_placement(peer.perturb(q, k, h), "probe")[1]
+              - s.frame_placement(peer.perturb(q, k, -h), "probe")[1]) / (2 * h)
+        assert np.max(np.abs(dp - J[3:, k])) < 1e-6, k
+    assert rel_err(J @ u, s.frame_velocity(q, u, "probe", "local_world_aligned")) < TOL
+    with pytest.raises(ValueError, match="no frame 'nope'"):
+        s.frame_placement(q, "nope")
+    with pytest.raises(ValueError, match="reference 'body'"):
+        s.frame_velocity(q, u, body, "body")
+    with pytest.raises(ValueError, match="u: expected"):
+        s.frame_velocity(q, u[:-1], body)
+    with pytest.raises(IndexError):
+        s.frame_jacobian(q, len(s.frames))
+    with pytest.raises(ValueError, match="not a new frame name"):
+        s.add_frame("probe", body)
+    with pytest.raises(ValueError, match="rotation matrix"):
+        s.add_frame("bad", body, rot=2 * np.eye(3))
+    mass, com = s.subtree_mass(q)
+    roots = [k for k in range(len(mass)) if s.plan.parent[k] == -1]
+    c = s.center_of_mass(q)
+    assert rel_err(mass[roots].sum(), c.mass) < TOL and rel_err(mass[roots] @ com[roots] / c.mass, c.position) < TOL

@@ -102,6 +102,34 @@ def test_compiled_kernel_against_pinocchio(prebuilt, robot, floating, algorithm,
 
 
 @pytest.mark.build
+@pytest.mark.parametrize("robot, floating, algorithm, options", COMPILED[:3] + COMPILED[4:],
+                         ids=["tiago_no_hand-fixed", "human-fixed", "g1-floating", "massless_chain-dense"])
+def test_frames_jacobians_and_centroidal_against_pinocchio(prebuilt, robot, floating, algorithm, options):
+    """Every URDF link as a frame (those merged into their body by fixed joints too) against pinocchio's frame of
+    the same name: placement, velocity, spatial and classical acceleration, Jacobian in the three references;
+    centre of mass, its Jacobian, centroidal momentum matrix, momentum, rate and inertia (tests/support/kinematics)."""
+    from support.kinematics import compare, ours
+    import pinocchio as pin
+    path = _path(robot)
+    m = load(path, floating)
+    s = get_system(m, algorithm, **options)
+    peer = UrdfPeer(path, floating, [(j.name, j.type) for j in m.joints])
+    links = [f for f in s.frames if f in m.frames]
+    assert set(links) == set(m.frames)                  # every link, its own body's or merged into another
+    frames = {f: peer.model.getFrameId(f) for f in links if peer.model.existFrame(f)}
+    assert len(frames) == len(links)
+    states = [(q, u, tau) for q, u, tau in random_states(m, 3, seed=5)]
+    worst = compare(s, peer, frames, states)
+    bad = {k: v for k, v in worst.items() if not v < TOL}
+    assert not bad, bad
+    q, u, _ = states[0]                              # the comparison can fail: pinocchio's order is (linear; angular)
+    f, fid = next(iter(frames.items())) if not floating else list(frames.items())[1]
+    pin.forwardKinematics(peer.model, peer.data, peer.q_pin(q), peer.T(q) @ u)
+    assert rel_err(s.frame_velocity(q, u, f), pin.getFrameVelocity(peer.model, peer.data, fid, pin.LOCAL).vector) > 1e-3 \
+        or rel_err(s.frame_velocity(q, u, f), ours(pin.getFrameVelocity(peer.model, peer.data, fid, pin.WORLD).vector)) > 1e-3
+
+
+@pytest.mark.build
 def test_simulate_a_urdf_from_the_command_line(prebuilt, tmp_path, capsys):
     """mbgen simulate robot.urdf (the dense kernel of massless_chain.urdf, built above)."""
     import numpy as np

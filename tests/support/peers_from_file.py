@@ -232,6 +232,14 @@ class DictPeer:
         return T.T @ M @ T
 
     # ------------------------------------------------------------ kinematics
+    def body_frame_ids(self) -> dict:
+        """pinocchio frames at our body frames (added once): {body name: frame id}."""
+        if not hasattr(self, "_fids"):
+            self._fids = {n: self.model.addFrame(pin.Frame(f"body:{n}", self.support[n], self.body_pl[n],
+                                                           pin.FrameType.OP_FRAME)) for n in self.body_names}
+            self.data = self.model.createData()
+        return self._fids
+
     def body_frame(self, q, name, update=True) -> pin.SE3:
         if update:
             pin.forwardKinematics(self.model, self.data, self.q_pin(q))

@@ -12,11 +12,12 @@ import numpy as np
 
 from ...algorithms.tree_plan import canonical_rotation
 from ..animate import JOINT_GEOMETRY_KEYS, joint_geometry
+from ..kinematics import Kinematics
 from ..result import Result
 from ..system import System, refused
 
 
-class TreeSystem(System):
+class TreeSystem(Kinematics, System):
     """A rigid-body tree bound to its compiled kernel (see System for the shared API)."""
 
     kind = "tree"
@@ -60,6 +61,7 @@ class TreeSystem(System):
 
     def _numbers_changed(self):
         self._K = None
+        self._ftab = None                   # frames: placements from the joints' frames
         for k in self._kernels():
             k.set_hook(self.model.tau_hook)
 

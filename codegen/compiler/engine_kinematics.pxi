@@ -1,0 +1,492 @@
+# The kinematic quantities of a rigid tree, compiled once for every model (included by engine.pyx).
+#
+# Inputs: what the model's kinematics pass leaves (TreeKin: each body's reference frame (A_j, r_j), its angular
+# velocity w_j, the velocity vr_j of its origin, the joint columns H_j = [H_v; H_w] of its velocities [KY eq 15]
+# and its inertia numbers), the model's body accelerations (tree_acc) and its topology (init_tree).
+# Outputs: frame placements, velocities, accelerations and Jacobians in three references, the centre of mass, its
+# Jacobian, the centroidal momentum matrix, momentum and its rate, the centroidal and subtree inertias.
+#
+# Conventions (docs/guide/kinematics.md): 6-vectors are (angular; linear); references REF_LOCAL (the frame's axes,
+# at its origin), REF_WORLD (world axes, at the world origin: spatial vectors, pinocchio's WORLD) and
+# REF_LOCAL_WORLD_ALIGNED (world axes, at the frame's origin). The velocity column of velocity k of joint j at a
+# point x fixed on a body below j: (H_w,k ; H_v,k + H_w,k x (x - r_j)) (rigid motion of the subtree).
+#
+# Roadmap: small 3-vector algebra -> frame poses (frame_world) -> reference changes (to_reference) -> frame
+# motion and Jacobians -> body centroids and inertias (body_mass) -> subtree sums -> centre of mass and centroidal
+# quantities -> the Python API.
+
+cdef inline void kx_cross(const double* a, const double* b, double* c) noexcept nogil:
+    """c = a x b (c distinct from a and b)."""
+    c[0] = a[1] * b[2] - a[2] * b[1]
+    c[1] = a[2] * b[0] - a[0] * b[2]
+    c[2] = a[0] * b[1] - a[1] * b[0]
+
+
+cdef inline void kx_cross_add(const double* a, const double* b, double* c) noexcept nogil:
+    """c += a x b."""
+    c[0] += a[1] * b[2] - a[2] * b[1]
+    c[1] += a[2] * b[0] - a[0] * b[2]
+    c[2] += a[0] * b[1] - a[1] * b[0]
+
+
+cdef inline void kx_mv(const double* A, const double* x, double* y) noexcept nogil:
+    """y = A x (A row major)."""
+    y[0] = A[0] * x[0] + A[1] * x[1] + A[2] * x[2]
+    y[1] = A[3] * x[0] + A[4] * x[1] + A[5] * x[2]
+    y[2] = A[6] * x[0] + A[7] * x[1] + A[8] * x[2]
+
+
+cdef inline void kx_mtv(const double* A, const double* x, double* y) noexcept nogil:
+    """y = A^T x."""
+    y[0] = A[0] * x[0] + A[3] * x[1] + A[6] * x[2]
+    y[1] = A[1] * x[0] + A[4] * x[1] + A[7] * x[2]
+    y[2] = A[2] * x[0] + A[5] * x[1] + A[8] * x[2]
+
+
+cdef inline void kx_column(const TreeKin* k, const int* hcols, int j, int c, double* hv, double* hw) noexcept nogil:
+    """Joint column c of body j: hv (linear, at r_j) and hw (angular), world [KY eq 15]."""
+    cdef int a
+    if hcols[j]:
+        for a in range(3):
+            hv[a] = k.Hw[36 * j + 6 * c + a]
+            hw[a] = k.Hw[36 * j + 6 * c + 3 + a]
+    else:                                               # ball, rates in the child's axes: H = [0; A_j]
+        for a in range(3):
+            hv[a] = 0.0
+            hw[a] = k.A[9 * j + 3 * a + c]
+
+
+cdef inline void kx_shift(int ref, const double* R, const double* x, const double* ang, const double* lin,
+                          double* out) noexcept nogil:
+    """A motion 6-vector (ang; lin at x, world axes) in reference ref: out = (angular; linear)."""
+    cdef double t[3]
+    if ref == REF_LOCAL:
+        kx_mtv(R, ang, out)
+        kx_mtv(R, lin, out + 3)
+        return
+    out[0], out[1], out[2] = ang[0], ang[1], ang[2]
+    out[3], out[4], out[5] = lin[0], lin[1], lin[2]
+    if ref == REF_WORLD:                                # at the world origin: lin + x x ang
+        kx_cross_add(x, ang, out + 3)
+
+
+cdef inline void kx_body_mass(const TreeKin* k, int j, double* m, double* rc, double* Iw) noexcept nogil:
+    """Mass, world centroid rc = r + A rho and world central inertia Iw = A (I_r - m (|rho|^2 1 - rho rho^T)) A^T
+    of body j (parallel axis theorem; rho = h / m, 0 for a massless body)."""
+    cdef const double* ib = k.ib + 10 * j
+    cdef const double* A = k.A + 9 * j
+    cdef double rho[3]
+    cdef double Ic[9]
+    cdef double T[9]
+    cdef double rr
+    cdef int a, b, c
+    m[0] = ib[0]
+    for a in range(3):
+        rho[a] = ib[1 + a] / ib[0] if ib[0] > 0 else 0.0
+    rr = rho[0] * rho[0] + rho[1] * rho[1] + rho[2] * rho[2]
+    Ic[0], Ic[1], Ic[2], Ic[4], Ic[5], Ic[8] = ib[4], ib[5], ib[6], ib[7], ib[8], ib[9]
+    Ic[3], Ic[6], Ic[7] = ib[5], ib[6], ib[8]
+    for a in range(3):
+        for b in range(3):
+            Ic[3 * a + b] -= ib[0] * ((rr if a == b else 0.0) - rho[a] * rho[b])
+    kx_mv(A, rho, rc)
+    for a in range(3):
+        rc[a] += k.r[3 * j + a]
+    for a in range(3):                                  # T = A Ic, Iw = T A^T
+        for b in range(3):
+            T[3 * a + b] = A[3 * a] * Ic[b] + A[3 * a + 1] * Ic[3 + b] + A[3 * a + 2] * Ic[6 + b]
+    for a in range(3):
+        for b in range(3):
+            Iw[3 * a + b] = T[3 * a] * A[3 * b] + T[3 * a + 1] * A[3 * b + 1] + T[3 * a + 2] * A[3 * b + 2]
+
+
+cdef class TreeEngine(Engine):
+    """Frames, Jacobians, the centre of mass and centroidal momentum of every rigid tree (see engine.pxd)."""
+
+    def __cinit__(self):
+        self.parent = self.iv = self.nvj = self.hcols = self.fbody = NULL
+        self.fX = self.kw = self.zu = NULL
+        self.nf = 0
+
+    def __dealloc__(self):
+        free(self.parent); free(self.iv); free(self.nvj); free(self.hcols); free(self.fbody)
+        free(self.fX); free(self.kw); free(self.zu)
+
+    cdef int init_tree(self, int nb, const int* parent, const int* iv, const int* nvj, const int* hcols) except -1:
+        """The tree's topology, from its module's __cinit__ (copied; after init_engine)."""
+        self.nb = nb
+        self.parent = <int*> calloc(nb + 1, sizeof(int))
+        self.iv = <int*> calloc(nb + 1, sizeof(int))
+        self.nvj = <int*> calloc(nb + 1, sizeof(int))
+        self.hcols = <int*> calloc(nb + 1, sizeof(int))
+        self.kw = <double*> calloc(19 * nb + 1, sizeof(double))
+        self.zu = <double*> calloc(self.nv + 1, sizeof(double))
+        if not (self.parent and self.iv and self.nvj and self.hcols and self.kw and self.zu):
+            raise MemoryError()
+        memcpy(self.parent, parent, nb * sizeof(int))
+        memcpy(self.iv, iv, nb * sizeof(int))
+        memcpy(self.nvj, nvj, nb * sizeof(int))
+        memcpy(self.hcols, hcols, nb * sizeof(int))
+        return 0
+
+    # ================================================================== the model's (overridden by its module)
+    cdef int tree_kin(self, const double* q, const double* u, TreeKin* k) noexcept nogil:
+        return -1
+
+    cdef int tree_acc(self, const double* q, const double* u, const double* ud, double* acc) noexcept nogil:
+        return -1
+
+    # ================================================================== frames
+    cdef void frame_world(self, const TreeKin* k, int f, double* R, double* p) noexcept nogil:
+        """World rotation R (row major) and origin p of frame f: R = A_b R_bf, p = r_b + A_b p_bf."""
+        cdef int b = self.fbody[f], a, c
+        cdef const double* X = self.fX + 12 * f
+        if b < 0:
+            memcpy(R, X, 9 * sizeof(double))
+            memcpy(p, X + 9, 3 * sizeof(double))
+            return
+        for a in range(3):
+            for c in range(3):
+                R[3 * a + c] = (k.A[9 * b + 3 * a] * X[c] + k.A[9 * b + 3 * a + 1] * X[3 + c]
+                                + k.A[9 * b + 3 * a + 2] * X[6 + c])
+        kx_mv(k.A + 9 * b, X + 9, p)
+        for a in range(3):
+            p[a] += k.r[3 * b + a]
+
+    cdef void point_motion(self, const TreeKin* k, const double* acc, int b, const double* x, double* w,
+                           double* v, double* al, double* a) noexcept nogil:
+        """Angular velocity w, velocity v of the point x fixed on body b (v = vr_b + w x (x - r_b)); with acc:
+        angular acceleration al and classical acceleration a = a_b + al x d + w x (w x d), d = x - r_b."""
+        cdef double d[3]
+        cdef double t[3]
+        cdef int c
+        if b < 0:
+            for c in range(3):
+                w[c] = v[c] = 0.0
+                if acc != NULL:
+                    al[c] = a[c] = 0.0
+            return
+        for c in range(3):
+            w[c] = k.w[3 * b + c]
+            d[c] = x[c] - k.r[3 * b + c]
+            v[c] = k.vr[3 * b + c]
+        kx_cross_add(w, d, v)
+        if acc == NULL:
+            return
+        for c in range(3):
+            al[c] = acc[6 * b + c]
+            a[c] = acc[6 * b + 3 + c]
+        kx_cross_add(al, d, a)
+        kx_cross(w, d, t)
+        kx_cross_add(w, t, a)
+
+    cdef void point_jacobian(self, const TreeKin* k, int b, const double* x, int ref, const double* R,
+                             double* J) noexcept nogil:
+        """J (6 x nv, row major, angular rows first) of the point x fixed on body b, reference ref (axes R for
+        REF_LOCAL): the columns of every joint from b to the root, (H_w ; H_v + H_w x (x - r_j))."""
+        cdef int n = self.nv, j, c, a, col
+        cdef double hv[3]
+        cdef double hw[3]
+        cdef double d[3]
+        cdef double o[6]
+        memset(J, 0, 6 * n * sizeof(double))
+        j = b
+        while j >= 0:
+            for a in range(3):
+                d[a] = x[a] - k.r[3 * j + a]
+            for c in range(self.nvj[j]):
+                kx_column(k, self.hcols, j, c, hv, hw)
+                kx_cross_add(hw, d, hv)
+                kx_shift(ref, R, x, hw, hv, o)
+                col = self.iv[j] + c
+                for a in range(6):
+                    J[a * n + col] = o[a]
+            j = self.parent[j]
+
+    # ================================================================== centre of mass and centroidal momentum
+    cdef double subtree_sums(self, const TreeKin* k) noexcept nogil:
+        """kw[6 NB:]: per body j, the sums over its subtree of m (1), m rc (3) and K = Iw + m (|rc|^2 1 - rc rc^T)
+        (9, the rotational inertia about the world origin); returns the total mass."""
+        cdef double* S = self.kw + 6 * self.nb
+        cdef double* s
+        cdef double m, M = 0.0, rr
+        cdef double rc[3]
+        cdef double Iw[9]
+        cdef int j, a, b
+        for j in range(self.nb):
+            s = S + 13 * j
+            kx_body_mass(k, j, &m, rc, Iw)
+            rr = rc[0] * rc[0] + rc[1] * rc[1] + rc[2] * rc[2]
+            s[0] = m
+            for a in range(3):
+                s[1 + a] = m * rc[a]
+                for b in range(3):
+                    s[4 + 3 * a + b] = Iw[3 * a + b] + m * ((rr if a == b else 0.0) - rc[a] * rc[b])
+        for j in range(self.nb - 1, -1, -1):            # children after parents: sum tips to root
+            if self.parent[j] >= 0:
+                for a in range(13):
+                    S[13 * self.parent[j] + a] += S[13 * j + a]
+            else:
+                M += S[13 * j]
+        return M
+
+    cdef void totals(self, double* out) noexcept nogil:
+        """out (13): the sums of subtree_sums over the roots (the whole tree)."""
+        cdef int j, a
+        memset(out, 0, 13 * sizeof(double))
+        for j in range(self.nb):
+            if self.parent[j] < 0:
+                for a in range(13):
+                    out[a] += self.kw[6 * self.nb + 13 * j + a]
+
+    cdef void momentum_matrix(self, const TreeKin* k, const double* G, double* AG, int ld, int rows) noexcept nogil:
+        """Columns of the momentum about G of a unit velocity (after subtree_sums): per joint j, velocity c,
+        with v_O = H_v + r_j x H_w (the velocity field's value at the world origin): l = M_j v_O + H_w x S1_j,
+        k_G = K_j H_w + S1_j x v_O - G x l (Orin, Goswami and Lee 2013, eq 17 summed over the subtree).
+        rows 6: AG = [k_G; l]; rows 3: AG = l (for the CoM Jacobian)."""
+        cdef int j, c, a, col
+        cdef double hv[3]
+        cdef double hw[3]
+        cdef double vO[3]
+        cdef double l[3]
+        cdef double kk[3]
+        cdef const double* s
+        for j in range(self.nb):
+            s = self.kw + 6 * self.nb + 13 * j
+            for c in range(self.nvj[j]):
+                kx_column(k, self.hcols, j, c, hv, hw)
+                vO[0], vO[1], vO[2] = hv[0], hv[1], hv[2]
+                kx_cross_add(k.r + 3 * j, hw, vO)
+                for a in range(3):
+                    l[a] = s[0] * vO[a]
+                kx_cross_add(hw, s + 1, l)
+                col = self.iv[j] + c
+                if rows == 3:
+                    for a in range(3):
+                        AG[a * ld + col] = l[a]
+                    continue
+                kx_mv(s + 4, hw, kk)
+                kx_cross_add(s + 1, vO, kk)
+                for a in range(3):
+                    AG[a * ld + col] = kk[a] - (G[(a + 1) % 3] * l[(a + 2) % 3] - G[(a + 2) % 3] * l[(a + 1) % 3])
+                    AG[(3 + a) * ld + col] = l[a]
+
+    cdef void momentum(self, const TreeKin* k, const double* acc, const double* G, double* h,
+                       double* hd) noexcept nogil:
+        """h = (k_G; l) = sum over bodies (Iw w + m (rc - G) x vc ; m vc); with acc: hd = dh/dt = sum (Iw al +
+        w x Iw w + m (rc - G) x ac ; m ac)."""
+        cdef int j, a
+        cdef double m
+        cdef double rc[3]
+        cdef double Iw[9]
+        cdef double w[3]
+        cdef double vc[3]
+        cdef double al[3]
+        cdef double ac[3]
+        cdef double d[3]
+        cdef double t[3]
+        memset(h, 0, 6 * sizeof(double))
+        if acc != NULL:
+            memset(hd, 0, 6 * sizeof(double))
+        for j in range(self.nb):
+            kx_body_mass(k, j, &m, rc, Iw)
+            self.point_motion(k, acc, j, rc, w, vc, al, ac)
+            for a in range(3):
+                d[a] = rc[a] - G[a]
+                h[3 + a] += m * vc[a]
+            kx_mv(Iw, w, t)
+            for a in range(3):
+                h[a] += t[a] + m * (d[(a + 1) % 3] * vc[(a + 2) % 3] - d[(a + 2) % 3] * vc[(a + 1) % 3])
+            if acc == NULL:
+                continue
+            kx_cross_add(w, t, hd)
+            kx_mv(Iw, al, t)
+            for a in range(3):
+                hd[a] += t[a] + m * (d[(a + 1) % 3] * ac[(a + 2) % 3] - d[(a + 2) % 3] * ac[(a + 1) % 3])
+                hd[3 + a] += m * ac[a]
+
+    # ================================================================== Python API (the runtime wraps it)
+    cdef int kin_prepare(self, const double[::1] q, const double[::1] u, const double[::1] ud, TreeKin* k) except -1:
+        """The kinematics of (q, u) (u None: at rest) and, with ud, the body accelerations in kw."""
+        if q.shape[0] != self.nq or (u is not None and u.shape[0] != self.nv) or (ud is not None and ud.shape[0] != self.nv):
+            raise ValueError(f"q, u, udot: expected {self.nq}, {self.nv}, {self.nv} values")
+        cdef const double* pu = &u[0] if u is not None and self.nv else self.zu
+        if self.tree_kin(&q[0], pu, k) != 0:
+            raise NotImplementedError("this kernel has no tree kinematics")
+        if ud is not None and self.tree_acc(&q[0], pu, &ud[0] if self.nv else self.zu, self.kw) != 0:
+            raise NotImplementedError("this kernel has no body accelerations")
+        return 0
+
+    cdef int frame_index(self, int f) except -1:
+        if not 0 <= f < self.nf:
+            raise IndexError(f"frame {f}: the model has {self.nf} frames")
+        return f
+
+    def set_frames(self, body, X):
+        """The frames: body (nf ints, -1: ground) and X (nf x 12: rotation row major, origin) in that body's
+        reference frame."""
+        cdef long[::1] b = np.ascontiguousarray(body, dtype=np.int_).reshape(-1)
+        cdef double[:, ::1] x = np.ascontiguousarray(X, dtype=np.float64).reshape(-1, 12)
+        cdef int f, n = b.shape[0]
+        if x.shape[0] != n:
+            raise ValueError("set_frames: one placement per frame")
+        for f in range(n):
+            if not -1 <= b[f] < self.nb:
+                raise ValueError(f"set_frames: frame {f} on body {b[f]} of {self.nb}")
+        free(self.fbody); free(self.fX)
+        self.nf = 0
+        self.fbody = <int*> calloc(n + 1, sizeof(int))
+        self.fX = <double*> calloc(12 * n + 1, sizeof(double))
+        if self.fbody == NULL or self.fX == NULL:
+            raise MemoryError()
+        for f in range(n):
+            self.fbody[f] = b[f]
+            if n:
+                memcpy(self.fX + 12 * f, &x[f, 0], 12 * sizeof(double))
+        self.nf = n
+
+    def frame_placement(self, const double[::1] q, int f, double[::1] out):
+        """out (12): world rotation (row major) and origin of frame f at q."""
+        cdef TreeKin k
+        self.frame_index(f)
+        if out.shape[0] != 12:
+            raise ValueError("out: expected 12 values")
+        self.kin_prepare(q, None, None, &k)
+        self.frame_world(&k, f, &out[0], &out[9])
+        return out
+
+    def frame_motion(self, const double[::1] q, const double[::1] u, const double[::1] ud, int f, int ref,
+                     int what, double[::1] out):
+        """out (6, angular first) of frame f in reference ref: what 0 its velocity, 1 its spatial acceleration,
+        2 the classical acceleration of the body point at the reference point (ud None: 0)."""
+        cdef TreeKin k
+        cdef double R[9]
+        cdef double x[3]
+        cdef double w[3]
+        cdef double v[3]
+        cdef double al[3]
+        cdef double a[3]
+        cdef double vo[6]
+        cdef int c
+        self.frame_index(f)
+        if out.shape[0] != 6:
+            raise ValueError("out: expected 6 values")
+        self.kin_prepare(q, u, (ud if ud is not None else np.zeros(self.nv)) if what else None, &k)
+        self.frame_world(&k, f, R, x)
+        self.point_motion(&k, self.kw if what else NULL, self.fbody[f], x, w, v, al, a)
+        if what == 0:
+            kx_shift(ref, R, x, w, v, &out[0])
+            return out
+        for c in range(3):                              # the spatial acceleration at x: (al ; a - w x v)
+            a[c] -= w[(c + 1) % 3] * v[(c + 2) % 3] - w[(c + 2) % 3] * v[(c + 1) % 3]
+        kx_shift(ref, R, x, al, a, &out[0])
+        if what == 2:                                   # classical at the reference point: + w x v there
+            kx_shift(ref, R, x, w, v, vo)
+            kx_cross_add(vo, vo + 3, &out[3])
+        return out
+
+    def frame_jacobian(self, const double[::1] q, int f, int ref, const double[::1] point, double[:, ::1] out):
+        """out (6 x nv, angular rows first): the Jacobian of frame f in reference ref, or of the point `point`
+        (frame axes, from its origin) fixed with it."""
+        cdef TreeKin k
+        cdef double R[9]
+        cdef double x[3]
+        cdef double d[3]
+        cdef int c
+        self.frame_index(f)
+        if out.shape[0] != 6 or out.shape[1] != self.nv:
+            raise ValueError(f"out: expected a 6 x {self.nv} array")
+        self.kin_prepare(q, None, None, &k)
+        self.frame_world(&k, f, R, x)
+        if point is not None:
+            kx_mv(R, &point[0], d)
+            for c in range(3):
+                x[c] += d[c]
+        if self.fbody[f] < 0:
+            memset(&out[0, 0], 0, 6 * self.nv * sizeof(double))
+        else:
+            self.point_jacobian(&k, self.fbody[f], x, ref, R, &out[0, 0])
+        return out
+
+    def center_of_mass(self, const double[::1] q, const double[::1] u, const double[::1] ud, double[::1] out):
+        """out (9): the centre of mass, its velocity and acceleration (u, ud None: 0); returns the total mass."""
+        cdef TreeKin k
+        cdef double tot[13]
+        cdef double h[6]
+        cdef double hd[6]
+        cdef double M
+        cdef int c
+        self.kin_prepare(q, u, ud, &k)
+        M = self.subtree_sums(&k)
+        self.totals(tot)
+        for c in range(3):
+            out[c] = tot[1 + c] / M if M > 0 else 0.0
+        self.momentum(&k, self.kw if ud is not None else NULL, &out[0], h, hd)
+        for c in range(3):
+            out[3 + c] = h[3 + c] / M if M > 0 else 0.0
+            out[6 + c] = (hd[3 + c] / M if M > 0 else 0.0) if ud is not None else 0.0
+        return M
+
+    def com_jacobian(self, const double[::1] q, double[:, ::1] out):
+        """out (3 x nv): d(centre of mass velocity)/du."""
+        cdef TreeKin k
+        cdef double M
+        cdef int a, c
+        if out.shape[0] != 3 or out.shape[1] != self.nv:
+            raise ValueError(f"out: expected a 3 x {self.nv} array")
+        self.kin_prepare(q, None, None, &k)
+        M = self.subtree_sums(&k)
+        memset(&out[0, 0], 0, 3 * self.nv * sizeof(double))
+        self.momentum_matrix(&k, NULL, &out[0, 0], self.nv, 3)
+        if M > 0:
+            for a in range(3):
+                for c in range(self.nv):
+                    out[a, c] /= M
+        return out
+
+    def centroidal(self, const double[::1] q, const double[::1] u, const double[::1] ud, double[:, ::1] AG,
+                   double[::1] out):
+        """out (51): the centre of mass G (3), the centroidal momentum h_G = (k_G; l) (6), its rate (6, ud None:
+        0) and the centroidal inertia I_G (6 x 6, angular block first); AG (6 x nv, or None): A_G, h_G = A_G u."""
+        cdef TreeKin k
+        cdef double tot[13]
+        cdef double* G = &out[0]
+        cdef double* I = &out[15]
+        cdef double M, gg
+        cdef int a, b
+        self.kin_prepare(q, u, ud, &k)
+        M = self.subtree_sums(&k)
+        self.totals(tot)
+        for a in range(3):
+            G[a] = tot[1 + a] / M if M > 0 else 0.0
+        self.momentum(&k, self.kw if ud is not None else NULL, G, &out[3], &out[9])
+        if ud is None:
+            memset(&out[9], 0, 6 * sizeof(double))
+        memset(I, 0, 36 * sizeof(double))
+        gg = G[0] * G[0] + G[1] * G[1] + G[2] * G[2]
+        for a in range(3):                              # K about G: K_O - M (|G|^2 1 - G G^T); M 1
+            for b in range(3):
+                I[6 * a + b] = tot[4 + 3 * a + b] - M * ((gg if a == b else 0.0) - G[a] * G[b])
+            I[6 * (3 + a) + 3 + a] = M
+        if AG is not None:
+            if AG.shape[0] != 6 or AG.shape[1] != self.nv:
+                raise ValueError(f"AG: expected a 6 x {self.nv} array")
+            memset(&AG[0, 0], 0, 6 * self.nv * sizeof(double))
+            self.momentum_matrix(&k, G, &AG[0, 0], self.nv, 6)
+        return M
+
+    def subtree_mass(self, const double[::1] q, double[:, ::1] out):
+        """out (nb x 4): per body, the mass of its subtree and the subtree's centre of mass."""
+        cdef TreeKin k
+        cdef const double* s
+        cdef int j, a
+        if out.shape[0] != self.nb or out.shape[1] != 4:
+            raise ValueError(f"out: expected a {self.nb} x 4 array")
+        self.kin_prepare(q, None, None, &k)
+        self.subtree_sums(&k)
+        for j in range(self.nb):
+            s = self.kw + 6 * self.nb + 13 * j
+            out[j, 0] = s[0]
+            for a in range(3):
+                out[j, 1 + a] = s[1 + a] / s[0] if s[0] > 0 else 0.0
+        return out

@@ -1,0 +1,295 @@
+"""Frames, Jacobians, the centre of mass and centroidal momentum of a rigid tree.
+
+The maths is the engine's, compiled once for every model (codegen/compiler/engine_kinematics.pxi) from what the
+model's own kinematics pass leaves; this mixin of the tree runtime names the frames, checks the input and shapes
+the output. Conventions (docs/guide/kinematics.md):
+
+* 6-vectors are (angular; linear), as MuJoCo's ``mj_objectVelocity`` and Orin and Goswami's h_G = (k_G; l_G);
+  pinocchio's Motion and Force are (linear; angular).
+* ``reference``: ``"local"`` (the frame's axes, at its origin), ``"world"`` (world axes, at the world origin:
+  spatial vectors) or ``"local_world_aligned"`` (world axes, at the frame's origin), as pinocchio's LOCAL, WORLD
+  and LOCAL_WORLD_ALIGNED.
+* ``frame_acceleration`` is the spatial acceleration (the time derivative of the spatial velocity, pinocchio's
+  ``getFrameAcceleration``); ``frame_classical_acceleration`` is the acceleration of the body point at the
+  reference point (``getFrameClassicalAcceleration``): at a frame's origin (local, local_world_aligned) the
+  second derivative of its position.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple, Optional
+
+import numpy as np
+
+from ..algorithms.codes import Reference
+
+REFERENCES = {"local": Reference.LOCAL, "world": Reference.WORLD,
+              "local_world_aligned": Reference.LOCAL_WORLD_ALIGNED}
+_VELOCITY, _SPATIAL, _CLASSICAL = 0, 1, 2          # engine's frame_motion(what=...)
+
+
+class CenterOfMass(NamedTuple):
+    """The centre of mass of the whole tree, world frame."""
+
+    position: np.ndarray                 # (3,) [m]
+    velocity: np.ndarray                 # (3,) [m/s] (0 without u)
+    acceleration: np.ndarray             # (3,) [m/s^2] (0 without udot; without u as well: at rest)
+    mass: float                          # total mass [kg]
+
+
+class Centroidal(NamedTuple):
+    """Centroidal dynamics (Orin, Goswami and Lee 2013): momentum about the centre of mass G, world axes."""
+
+    A_G: np.ndarray                      # (6, nv): centroidal momentum matrix, h_G = A_G u
+    h_G: np.ndarray                      # (6,): (angular k_G [N m s]; linear l [N s])
+    I_G: np.ndarray                      # (6, 6): centroidal composite inertia, angular block first
+    h_G_dot: np.ndarray                  # (6,): dh_G/dt at udot (udot None: 0, so that h_G_dot = dA_G/dt u)
+    com: np.ndarray                      # (3,): G [m]
+    mass: float                          # [kg]
+
+
+class AllTerms(NamedTuple):
+    """compute_all_terms: the quantities a whole-body controller reads each step, from one state."""
+
+    M: np.ndarray                        # (nv, nv) mass matrix
+    nle: np.ndarray                      # (nv,) nonlinear effects: inverse_dynamics(q, u, 0) (C u + g - applied)
+    J: np.ndarray                        # (nf, 6, nv) every frame's Jacobian, in `reference`
+    com: CenterOfMass
+    J_com: np.ndarray                    # (3, nv)
+    centroidal: Centroidal
+
+
+def _vec(a, n: int, name: str) -> Optional[np.ndarray]:
+    if a is None:
+        return None
+    a = np.ascontiguousarray(a, dtype=float).reshape(-1)
+    if a.size != n:
+        raise ValueError(f"{name}: expected {n} values, got {a.size}")
+    return a
+
+
+class Kinematics:
+    """Frames and whole-body quantities of a rigid tree (mixed into its runtime class)."""
+
+    # ---------------------------------------------------------------- frames
+    def _frame_table(self):
+        """The frame table (names, index), given to the kernel as (body, X).
+
+        Every body's frame, then the robot file's link frames (merged by fixed joints), then those of add_frame;
+        X in each body's reference frame (the kernel's)."""
+        if getattr(self, "_ftab", None) is not None:
+            return self._ftab
+        nb = len(self.body_names)
+        G = [g for _, _, g in self.plan.body_frames()[:nb]]      # (gp, gr): reference frame in the body frame
+        body_index = {n: k for k, n in enumerate(self.body_names)}
+        names, body, X = [], [], []
+
+        def add(name, on, pos, rot):
+            pos, rot = np.asarray(pos, float).reshape(3), np.asarray(rot, float).reshape(3, 3)
+            if on == "ground":
+                b, R, p = -1, rot, pos
+            else:
+                b = body_index[on]
+                gp, gr = G[b]
+                R, p = gr.T @ rot, gr.T @ (pos - gp)
+            names.append(name)
+            body.append(b)
+            X.append(np.concatenate([R.ravel(), p]))
+
+        for n in self.body_names:
+            add(n, n, np.zeros(3), np.eye(3))
+        for n, (on, pos, rot) in (getattr(self.model, "frames", None) or {}).items():
+            if n not in body_index and (on == "ground" or on in body_index):
+                add(n, on, pos, rot)
+        for n, (on, pos, rot) in getattr(self, "_user_frames", {}).items():
+            if n in names:
+                raise ValueError(f"add_frame: a frame named {n!r} exists")
+            add(n, on, pos, rot)
+        self.kernel.set_frames(np.array(body, dtype=np.int_), np.array(X, float).reshape(-1, 12))
+        self._ftab = (names, {n: k for k, n in enumerate(names)})
+        return self._ftab
+
+    @property
+    def frames(self) -> list:
+        """The frames' names, in index order.
+
+        Every body, the robot file's links (URDF links merged into their body by fixed joints), then those of
+        add_frame."""
+        return list(self._frame_table()[0])
+
+    def add_frame(self, name: str, body: str, pos=None, rot=None) -> int:
+        """Declare a frame fixed on a body (or 'ground'): its origin `pos` and rotation `rot` in the body frame.
+
+        Parameters
+        ----------
+        name : str
+            A name no other frame has.
+        body : str
+            The body (``body_names``) or ``"ground"``.
+        pos : array_like, shape (3,), optional
+            Origin in the body frame [m] (default 0).
+        rot : array_like, shape (3, 3), optional
+            Rotation frame -> body frame (default identity); must be orthonormal.
+
+        Returns
+        -------
+        int
+            The frame's index.
+        """
+        names = self._frame_table()[0]
+        if not isinstance(name, str) or not name or name in names:
+            raise ValueError(f"add_frame: {name!r} is not a new frame name")
+        if body != "ground" and body not in self.body_names:
+            raise ValueError(f"add_frame: no body {body!r} (bodies: {', '.join(self.body_names)}, or 'ground')")
+        pos = np.zeros(3) if pos is None else np.asarray(pos, float).reshape(3)
+        rot = np.eye(3) if rot is None else np.asarray(rot, float).reshape(3, 3)
+        if not (np.isfinite(pos).all() and np.isfinite(rot).all()) or np.abs(rot.T @ rot - np.eye(3)).max() > 1e-9 \
+                or np.linalg.det(rot) < 0:
+            raise ValueError(f"add_frame {name!r}: pos must be finite and rot a rotation matrix")
+        self._user_frames = {**getattr(self, "_user_frames", {}), name: (body, pos, rot)}
+        self._ftab = None
+        return self._frame_table()[1][name]
+
+    def _frame(self, frame) -> int:
+        names, index = self._frame_table()
+        if isinstance(frame, (int, np.integer)) and not isinstance(frame, bool):
+            if not 0 <= frame < len(names):
+                raise IndexError(f"frame {frame}: the model has {len(names)} frames")
+            return int(frame)
+        if frame not in index:
+            near = [n for n in names if str(frame).lower() in n.lower()][:8]
+            raise ValueError(f"no frame {frame!r}" + (f" (did you mean {', '.join(map(repr, near))}?)" if near else
+                                                     f" ({len(names)} frames: s.frames lists them)"))
+        return index[frame]
+
+    @staticmethod
+    def _reference(reference) -> int:
+        try:
+            return int(REFERENCES[reference])
+        except (KeyError, TypeError):
+            raise ValueError(f"reference {reference!r}: one of {', '.join(map(repr, REFERENCES))}") from None
+
+    def _q(self, q):
+        return _vec(q, self.nq, "q")
+
+    # ---------------------------------------------------------------- frame kinematics
+    def frame_placement(self, q, frame):
+        """World rotation R (frame -> world) and origin p of a frame.
+
+        Parameters
+        ----------
+        q : array_like, shape (nq,)
+            Generalized coordinates.
+        frame : str or int
+            A name of ``frames`` or its index.
+
+        Returns
+        -------
+        R : numpy.ndarray, shape (3, 3)
+        p : numpy.ndarray, shape (3,) [m]
+        """
+        out = self.kernel.frame_placement(self._q(q), self._frame(frame), np.empty(12))
+        return np.asarray(out[:9]).reshape(3, 3), np.asarray(out[9:])
+
+    def _motion(self, q, u, udot, frame, reference, what):
+        out = np.empty(6)
+        self.kernel.frame_motion(self._q(q), _vec(u, self.nv, "u"), _vec(udot, self.nv, "udot"),
+                                 self._frame(frame), self._reference(reference), what, out)
+        return out
+
+    def frame_velocity(self, q, u, frame, reference: str = "local") -> np.ndarray:
+        """The frame's spatial velocity (angular; linear) in `reference` (module docstring).
+
+        Returns
+        -------
+        numpy.ndarray, shape (6,)
+            Angular [rad/s], then linear [m/s] velocity of the reference point.
+        """
+        return self._motion(q, u, None, frame, reference, _VELOCITY)
+
+    def frame_acceleration(self, q, u, udot, frame, reference: str = "local") -> np.ndarray:
+        """The frame's spatial acceleration (angular; linear), d/dt of its spatial velocity, in `reference`.
+
+        Not the second derivative of a point's position: see frame_classical_acceleration. With udot = 0 it is
+        dJ/dt u, the Jacobian's drift term, without forming dJ/dt.
+
+        Returns
+        -------
+        numpy.ndarray, shape (6,)
+            [rad/s^2], [m/s^2].
+        """
+        return self._motion(q, u, udot, frame, reference, _SPATIAL)
+
+    def frame_classical_acceleration(self, q, u, udot, frame, reference: str = "local") -> np.ndarray:
+        """Angular and classical acceleration of the body point at the reference point.
+
+        The classical acceleration is the second time derivative of that point's position; the reference point
+        is the frame's origin for "local" and "local_world_aligned", the world origin for "world".
+
+        Returns
+        -------
+        numpy.ndarray, shape (6,)
+            [rad/s^2], [m/s^2].
+        """
+        return self._motion(q, u, udot, frame, reference, _CLASSICAL)
+
+    def frame_jacobian(self, q, frame, reference: str = "local", point=None) -> np.ndarray:
+        """J with frame_velocity(q, u, frame, reference) = J u: the frame's Jacobian (6 x nv, angular rows first).
+
+        Parameters
+        ----------
+        point : array_like, shape (3,), optional
+            The Jacobian of this point instead (frame axes, from the frame's origin; a point of a body: its body
+            frame and the point in body coordinates), its linear rows the point's velocity.
+        """
+        out = np.empty((6, self.nv))
+        pt = _vec(point, 3, "point")
+        self.kernel.frame_jacobian(self._q(q), self._frame(frame), self._reference(reference), pt, out)
+        return out
+
+    # ---------------------------------------------------------------- whole body
+    def center_of_mass(self, q, u=None, udot=None) -> CenterOfMass:
+        """The centre of mass, its velocity and acceleration (world frame) and the total mass."""
+        out = np.empty(9)
+        M = self.kernel.center_of_mass(self._q(q), _vec(u, self.nv, "u"), _vec(udot, self.nv, "udot"), out)
+        return CenterOfMass(out[:3], out[3:6], out[6:], float(M))
+
+    def com_jacobian(self, q) -> np.ndarray:
+        """J_com (3 x nv): the centre of mass velocity is J_com u."""
+        out = np.empty((3, self.nv))
+        self.kernel.com_jacobian(self._q(q), out)
+        return out
+
+    def centroidal(self, q, u, udot=None) -> Centroidal:
+        """The centroidal momentum matrix A_G, momentum h_G = A_G u, inertia I_G and rate dh_G/dt (Centroidal)."""
+        A, out = np.empty((6, self.nv)), np.empty(51)
+        u = _vec(u, self.nv, "u")
+        ud = _vec(udot, self.nv, "udot")
+        M = self.kernel.centroidal(self._q(q), u, np.zeros(self.nv) if ud is None else ud, A, out)
+        return Centroidal(A, out[3:9], out[15:].reshape(6, 6), out[9:15], out[:3], float(M))
+
+    def subtree_mass(self, q):
+        """Per body, the mass [kg] and centre of mass [m] of the subtree it carries (MuJoCo's subtree_com).
+
+        Returns
+        -------
+        mass : numpy.ndarray, shape (nb,)
+        com : numpy.ndarray, shape (nb, 3)
+        """
+        out = np.empty((self.plan.nb, 4))
+        self.kernel.subtree_mass(self._q(q), out)
+        nb = len(self.body_names)
+        return out[:nb, 0].copy(), out[:nb, 1:].copy()
+
+    def compute_all_terms(self, q, u, reference: str = "local") -> AllTerms:
+        """Everything a whole-body controller reads each step at (q, u) (AllTerms).
+
+        M, the nonlinear effects, every frame's Jacobian, the centre of mass and its Jacobian, and the centroidal
+        quantities (pinocchio's computeAllTerms; TSID reads these each control step)."""
+        q, u = self._q(q), _vec(u, self.nv, "u")
+        ref = self._reference(reference)
+        names = self._frame_table()[0]
+        J = np.empty((len(names), 6, self.nv))
+        for f in range(len(names)):
+            self.kernel.frame_jacobian(q, f, ref, None, J[f])
+        return AllTerms(self.mass_matrix(q), np.asarray(self.inverse_dynamics(q, u, np.zeros(self.nv), 0.0)), J,
+                        self.center_of_mass(q, u), self.com_jacobian(q), self.centroidal(q, u))

@@ -1,0 +1,63 @@
+"""Our kinematics against pinocchio's, the convention mapping written once.
+
+Ours: 6-vectors (angular; linear), u our velocities; pinocchio: Motion/Force (linear; angular), v = T u with
+dv/dt = T udot + c (the peers' T and c: a free joint's linear velocity is world-frame in ours, local in
+pinocchio's). References by name: ours "local", "world", "local_world_aligned" are pinocchio's LOCAL, WORLD and
+LOCAL_WORLD_ALIGNED."""
+import numpy as np
+import pinocchio as pin
+
+REFERENCES = {"local": pin.LOCAL, "world": pin.WORLD, "local_world_aligned": pin.LOCAL_WORLD_ALIGNED}
+
+
+def ours(x):
+    """pinocchio's (linear; angular) 6-vector, or 6 x n rows, as ours (angular; linear)."""
+    x = np.asarray(x)
+    return np.concatenate([x[3:], x[:3]])
+
+
+def compare(s, peer, frames, states, worst=None):
+    """Worst error (relative to max(1, |reference|)) per quantity over `states` [(q, u, udot)], for `frames`
+    {our name: pinocchio frame id}. `peer`: a pinocchio model in our coordinates (q_pin, T, c, model, data)."""
+    worst = {} if worst is None else worst
+    pm, pd = peer.model, peer.data
+
+    def rec(key, a, b):
+        b = np.asarray(b)
+        e = float(np.max(np.abs(np.asarray(a) - b)) / max(1.0, float(np.max(np.abs(b)))))
+        worst[key] = max(worst.get(key, 0.0), e)
+
+    for q, u, ud in states:
+        T, c = peer.T(q), peer.c(q, u)
+        qp, v, a = peer.q_pin(q), T @ u, T @ ud + c
+        pin.forwardKinematics(pm, pd, qp, v, a)
+        pin.updateFramePlacements(pm, pd)
+        pin.computeJointJacobians(pm, pd, qp)
+        for name, fid in frames.items():
+            R, p = s.frame_placement(q, name)
+            rec("rotation", R, pd.oMf[fid].rotation)
+            rec("position", p, pd.oMf[fid].translation)
+            for ref, pr in REFERENCES.items():
+                rec(f"velocity {ref}", s.frame_velocity(q, u, name, ref),
+                    ours(pin.getFrameVelocity(pm, pd, fid, pr).vector))
+                rec(f"acceleration {ref}", s.frame_acceleration(q, u, ud, name, ref),
+                    ours(pin.getFrameAcceleration(pm, pd, fid, pr).vector))
+                rec(f"classical acceleration {ref}", s.frame_classical_acceleration(q, u, ud, name, ref),
+                    ours(pin.getFrameClassicalAcceleration(pm, pd, fid, pr).vector))
+                rec(f"jacobian {ref}", s.frame_jacobian(q, name, ref), ours(pin.getFrameJacobian(pm, pd, fid, pr) @ T))
+        pin.centerOfMass(pm, pd, qp, v, a)
+        com = s.center_of_mass(q, u, ud)
+        rec("com", com.position, pd.com[0])
+        rec("com velocity", com.velocity, pd.vcom[0])
+        rec("com acceleration", com.acceleration, pd.acom[0])
+        rec("com jacobian", s.com_jacobian(q), pin.jacobianCenterOfMass(pm, pd, qp) @ T)
+        pin.computeCentroidalMomentumTimeVariation(pm, pd, qp, v, a)
+        pin.ccrba(pm, pd, qp, v)
+        cen = s.centroidal(q, u, ud)
+        rec("A_G", cen.A_G, ours(pd.Ag) @ T)
+        rec("h_G", cen.h_G, ours(pd.hg.vector))
+        Ig = pd.Ig.matrix()
+        rec("I_G", cen.I_G, np.block([[Ig[3:, 3:], Ig[3:, :3]], [Ig[:3, 3:], Ig[:3, :3]]]))
+        rec("h_G rate", cen.h_G_dot, ours(pd.dhg.vector))
+        rec("mass", com.mass, pd.mass[0])
+    return worst
