@@ -79,6 +79,10 @@ def physics_summary(m) -> list:
     for t in getattr(m, "tendons", []):
         out.append(f"tendon {t.name}: L = " + " + ".join(f"{tj.coef:g} {tj.joint}" for tj in t.joints)
                    + (f", limits {t.limits.tolist()}" if t.limits is not None else ""))
+    frames = getattr(m, "frames", None) or {}
+    if frames:
+        out.append(f"{len(frames)} frame(s): " + ", ".join(f"{n} on {on}" for n, (on, _, _) in list(frames.items())[:12])
+                   + (" ..." if len(frames) > 12 else ""))
     for k, a in enumerate(getattr(m, "actuators", [])):
         out.append(f"actuator {k} {a.name}: {a.kind} on {'tendon ' + a.tendon if a.tendon else a.joint}, "
                    f"gear {a.gear:g}" + (f", ctrlrange {a.ctrlrange.tolist()}" if a.ctrlrange is not None else "")

@@ -17,7 +17,7 @@ from .actuators import ACTUATOR_KEYS, actuator_from_dict
 from .tendons import TENDON_KEYS, tendon_from_dict
 from .couplings import COUPLING_KEYS, coupling_from_dict
 from .checks import _check_keys
-from .core import (FORCE_FUNCTIONS, LIMITS, Body, Joint, JointForce, JointSpringDamper, Model, ModelError,
+from .core import (FORCE_FUNCTIONS, GROUND, LIMITS, Body, Joint, JointForce, JointSpringDamper, Model, ModelError,
                    Placement, PointSpringDamper, TimeFunction, _check_count, _mat3, _name, _normalised, _num,
                    _numlist, _short, _unit, _vec, limits_text)
 from .robotfiles import file_kind, read_limited, root_tag
@@ -85,7 +85,7 @@ def _time_function(d, source, fld) -> TimeFunction:
 
 
 _TOP_KEYS = {"name", "gravity", "bodies", "joints", "loops", "forces", "tendons", "actuators", "simulation",
-             "allow_nonphysical_inertia", "couplings"}   # 'simulation': read elsewhere
+             "allow_nonphysical_inertia", "couplings", "frames"}   # 'simulation': read elsewhere
 _BODY_KEYS = {"name", "mass", "com", "inertia"}
 _JOINT_KEYS = {"name", "type", "parent", "child", "parent_frame", "child_frame", "axis", "axis2", "q0", "u0",
                "armature", "limits", "limit_solref", "friction"}
@@ -230,11 +230,35 @@ def model_from_dict(d: dict, source: str = "<model>", strict_names: bool = False
             raise ModelError(f"expected a mapping, got {_short(cd)}", source, f)
         _check_keys(cd, COUPLING_KEYS, source, f)
         couplings.append(coupling_from_dict(cd, source, f, nm))
-    return Model(name, bodies, joints, gravity=d.get("gravity", [0.0, -9.81, 0.0]), springs=springs,
-                 point_springs=psprings, joint_forces=jforces, source=source,
-                 simulation=parse_simulation(d.get("simulation"), source, beams=False), cuts=cuts,
-                 actuators=actuators, tendons=tendons, couplings=couplings,
-                 allow_nonphysical_inertia=d.get("allow_nonphysical_inertia", False) is True)
+    model = Model(name, bodies, joints, gravity=d.get("gravity", [0.0, -9.81, 0.0]), springs=springs,
+                  point_springs=psprings, joint_forces=jforces, source=source,
+                  simulation=parse_simulation(d.get("simulation"), source, beams=False), cuts=cuts,
+                  actuators=actuators, tendons=tendons, couplings=couplings,
+                  allow_nonphysical_inertia=d.get("allow_nonphysical_inertia", False) is True)
+    model.frames = _frames(d, model, source, nm)
+    return model
+
+
+def _frames(d, model, source, nm) -> dict:
+    """The file's `frames:` section: name -> (body, pos, rotation) in the body frame (codegen.runtime.kinematics)."""
+    out = {}
+    bodies = {b.name for b in model.bodies}
+    for i, fd in enumerate(_section(d, "frames", source)):
+        f = f"frames[{i}]"
+        if not isinstance(fd, dict):
+            raise ModelError(f"expected a mapping, got {_short(fd)}", source, f)
+        _check_keys(fd, {"name", "body", "pos", "rpy", "quat", "matrix", "axis_angle"}, source, f)
+        _require(fd, ("name", "body"), source, f)
+        name, body = nm(fd["name"], f + ".name", "frame name"), nm(fd["body"], f + ".body", "body name")
+        if name in out or name in bodies:
+            raise ModelError(f"frame name {name!r} is taken (by {'a frame' if name in out else 'a body'})", source,
+                             f + ".name")
+        if body != GROUND and body not in bodies:
+            raise ModelError(f"no body {body!r} (bodies: {', '.join(sorted(bodies)[:8])}{' ...' if len(bodies) > 8 else ''}"
+                             ", or ground)", source, f + ".body")
+        pl = _placement({k: v for k, v in fd.items() if k not in ("name", "body")}, source, f)
+        out[name] = (body, pl.pos.tolist(), pl.rot.tolist())
+    return out
 
 
 def _section(d, key, source) -> list:

@@ -47,6 +47,8 @@ too, unless ``ignore_contacts``: then the model is simulated without them and a 
   user dynamics and actearly are refused by name. ``ignore_actuators`` drops them
   all (with a ``ModelWarning``). Box, cylinder, capsule and sphere geoms are kept
 in ``model.visuals`` (body frame, full lengths) for drawing.
+* every MuJoCo body (welded ones too) and every site -> a frame of ``model.frames`` (``s.frames``,
+  ``s.frame_jacobian``: docs/guide/kinematics.md), named as in the file.
 """
 from __future__ import annotations
 
@@ -355,7 +357,22 @@ def model_from_mjmodel(mj, path: str = "<mjcf>", ignore_contacts: bool = False,
                   bodies, joints, gravity=gravity, springs=springs, source=path, actuators=actuators,
                   tendons=tendons, cuts=cuts, couplings=couplings, allow_nonphysical_inertia=True)
     model.visuals = _visuals(mj, anchor, gnames)
+    model.frames = _frames(mj, mujoco, anchor, bnames)
     return model
+
+
+def _frames(mj, mujoco, anchor, bnames) -> Dict[str, tuple]:
+    """Every MuJoCo body and site as a frame.
+
+    Name -> (our body, position, rotation in its frame), welded bodies lumped into another too, for the kinematics
+    (codegen.runtime.kinematics: s.frames)."""
+    out = {bnames[i]: (anchor[i][0], anchor[i][1].tolist(), anchor[i][2].tolist()) for i in range(1, mj.nbody)}
+    snames = _names(mj, mujoco, mujoco.mjtObj.mjOBJ_SITE, mj.nsite, "site")
+    for k in range(mj.nsite):
+        body, pos, rot = anchor[int(mj.site_bodyid[k])]
+        name = snames[k] if snames[k] not in out else unique_name(f"site:{snames[k]}", out)
+        out[name] = (body, (pos + rot @ mj.site_pos[k]).tolist(), (rot @ quat_to_rot(mj.site_quat[k])).tolist())
+    return out
 
 
 def _actuator_problems(mj, mujoco, jnames) -> List[str]:

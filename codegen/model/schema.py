@@ -118,6 +118,14 @@ def _frame(description):
     }, nullable=True)
 
 
+def _frame_entry():
+    return _mapping("a frame fixed on a body: its origin pos and at most one rotation (rpy, quat, matrix or "
+                    "axis_angle) in the body frame", {
+                        "name": _name("frame name (unique among the frames and bodies)"),
+                        "body": _name("the body it is fixed on, or ground"),
+                        **_frame("")["properties"]}, required=("name", "body"))
+
+
 def _time_function():
     step = _mapping("value_before before t0, after from t0", {
         "t0": _number("switching time [s]"), "before": _number("value before t0"),
@@ -316,6 +324,9 @@ def _rigid():
                            nullable=True),
         "couplings": _list("couplings: equality constraints between coordinates", _couplings(), "forces",
                            "couplings", nullable=True),
+        "frames": _list("named frames fixed on bodies (end effectors, sensors, feet) for the kinematics: "
+                        "s.frame_placement, s.frame_jacobian, ... (docs/guide/kinematics.md)", _frame_entry(),
+                        "bodies", "frames", nullable=True),
         "simulation": {"$ref": "#/$defs/simulation", "description": "simulation settings (below)"},
         "allow_nonphysical_inertia": {"type": "boolean", "x-expected": "true or false",
                                       "description": "true: inertias that break the triangle inequality load with a "

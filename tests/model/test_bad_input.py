@@ -545,6 +545,8 @@ def test_python_api_keeps_type_checks(tmp_path):
 # ---------------------------------------------------------------- the fixed corpus
 
 CORPUS_EXPECT = {  # file -> field path the message names after the file (None: the file as a whole)
+    "frame_unknown_body.yaml": "frames[0].body", "frame_name_taken.yaml": "frames[0].name",
+    "frame_bad_rotation.yaml": "frames[0].rpy",
     "alias_bomb.yaml": None, "alias_bomb_merge.yaml": None, "recursive_alias.yaml": None,
     "deep_nesting.yaml": None, "deep_mapping.yaml": None, "empty.yaml": None, "comments_only.yaml": None,
     "top_level_list.yaml": None, "top_level_scalar.json": None, "invalid_json.json": None,

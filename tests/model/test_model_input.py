@@ -160,3 +160,18 @@ def test_builtin_examples_match_yaml():
         assert a.topology_key() == b.topology_key()
         assert np.allclose(Plan(a).params(), Plan(b).params(), atol=1e-14)
         assert all(np.allclose(x, y) for x, y in zip(a.initial_state(), b.initial_state()))
+
+
+def test_frames_section_of_a_model_file():
+    """`frames:` of a model file: name -> (body, origin, rotation) in the body frame; mbgen check lists them."""
+    d = {"name": "fr", "bodies": [{"name": "link1", "mass": 1.0}],
+         "joints": [{"name": "j1", "type": "revolute", "parent": "ground", "child": "link1", "axis": [0, 0, 1]}],
+         "frames": [{"name": "tip", "body": "link1", "pos": [1, 0, 0], "rpy": [0, 0, 0.5]},
+                    {"name": "mark", "body": "ground", "pos": [0, 1, 0]}]}
+    m = codegen.model_from_dict(d)
+    assert list(m.frames) == ["tip", "mark"] and m.frames["mark"][0] == "ground"
+    body, pos, rot = m.frames["tip"]
+    assert body == "link1" and pos == [1, 0, 0]
+    assert np.allclose(rot, [[np.cos(0.5), -np.sin(0.5), 0], [np.sin(0.5), np.cos(0.5), 0], [0, 0, 1]])
+    from codegen.cli.commands import physics_summary
+    assert "2 frame(s): tip on link1, mark on ground" in physics_summary(m)
