@@ -84,6 +84,10 @@ def register(sub):
     s.add_argument("--joint-wrench", action="store_true",
                    help="also store the joint reaction wrenches (NPZ joint_wrench: nt x n_joints x 6, fx fy fz mx my "
                         "mz in each joint's child-side frame, about the joint point; joint_names); rigid models")
+    s.add_argument("--frames", default=None, metavar="NAMES",
+                   help="also store these frames' trajectories (comma-separated: bodies, URDF links, MJCF sites and "
+                        "bodies, the model file's frames:; NPZ frame_names, frame_position nt x k x 3, frame_rotation "
+                        "nt x k x 3 x 3, frame_velocity nt x k x 6 angular then linear, world axes); rigid models")
     s.add_argument("--baumgarte", type=float, default=None, metavar="RATE",
                    help="closed loops: Baumgarte stabilisation rate b [1/s] (gamma - 2 b Phi' - b^2 Phi; 0: off; "
                         "default 0.1 / step). The result stores cut_joint_wrench, multipliers, constraint_violation, "
@@ -176,10 +180,21 @@ def cmd_simulate(args):
     check_output_size(args, m)                     # before anything is built
     if args.joint_wrench and hasattr(m, "beams"):
         raise ValueError("--joint-wrench: joint reaction wrenches are for rigid-body models")
+    frames = [n.strip() for n in args.frames.split(",") if n.strip()] if args.frames is not None else None
+    if frames is not None and (hasattr(m, "beams") or not frames):
+        raise ValueError("--frames: name frames of a rigid-body model, comma-separated"
+                         + (" (beam models have none)" if hasattr(m, "beams") else ""))
     if args.animate:
         from ..runtime.animate import require_writer
         require_writer(".mp4")                     # before anything is built: the extra is installed
     s = build(m, args.algorithm, cache_dir=args.cache_dir, progress=not args.quiet, **build_options(args))
+    for f in frames or ():
+        if f not in s.frames:
+            near = [n for n in s.frames if f.lower() in n.lower()][:6]
+            raise ValueError(f"--frames: {args.model} has no frame {f!r}"
+                             + (f" (did you mean {', '.join(near)}?)" if near else f" ({len(s.frames)} frames: "
+                                f"{', '.join(s.frames[:8])}{' ...' if len(s.frames) > 8 else ''})"))
+    extra_frames = {"frames": frames} if frames else {}
     integ, auto = choose_integrator(s, opt, args.force, m.name)
     extra = {"alpha": opt["hht_alpha"]} if integ == "hht" else {}
     if args.switching is not None:
@@ -199,7 +214,7 @@ def cmd_simulate(args):
         res = s.simulate(opt["t_end"], opt["dt"], integrator=integ, rtol=opt["rtol"], atol=opt["atol"],
                          substeps=opt["substeps"], progress=not args.quiet, check_energy=opt["check_energy"],
                          keep_partial=args.keep_partial, joint_wrench=args.joint_wrench,
-                         limits=not args.no_limits, threads=args.threads, **extra)
+                         limits=not args.no_limits, threads=args.threads, **extra, **extra_frames)
     except SimulationDiverged as e:
         print(f"mbgen: error: {e}\n  no results written (--keep-partial saves the samples before the failure)",
               file=sys.stderr)

@@ -71,13 +71,16 @@ cdef class TreeEngine(Engine):
     cdef int* nvj                   # NB: velocities of the body's joint
     cdef int* hcols                 # NB: 1: Hw holds the joint's columns; 0: a ball with rates in the child's axes,
                                     #     columns [0; A_j] (codegen.symbolic.body_kernels.body_axes_ball)
+    cdef int* hcarry                # NB x 6: per column, the columns whose rotation carries it (a bit mask;
+                                    #     codegen.symbolic.joints.column_carriers): the rates of the columns
     cdef int nf                     # frames (set_frames)
     cdef int* fbody                 # NF: the body a frame is fixed on (-1: ground)
     cdef double* fX                 # NF x 12: its rotation (9, row major) and origin (3) in that body's frame
-    cdef double* kw                 # workspace: body accelerations (6 NB), subtree sums (13 NB)
+    cdef double* kw                 # workspace: body accelerations (6 NB), subtree sums (13 NB), their rates (12 NB)
     cdef double* zu                 # NV zeros (a state at rest)
 
-    cdef int init_tree(self, int nb, const int* parent, const int* iv, const int* nvj, const int* hcols) except -1
+    cdef int init_tree(self, int nb, const int* parent, const int* iv, const int* nvj, const int* hcols,
+                       const int* hcarry) except -1
     # the model's (its module overrides): run the kinematics of (q, u) and point k at the results; the world
     # angular and (classical) linear acceleration of every body's origin at (q, u, ud), NB x 6; 0 on success
     cdef int tree_kin(self, const double* q, const double* u, TreeKin* k) noexcept nogil
@@ -88,10 +91,18 @@ cdef class TreeEngine(Engine):
                            double* v, double* al, double* a) noexcept nogil
     cdef void point_jacobian(self, const TreeKin* k, int b, const double* x, int ref, const double* R,
                              double* J) noexcept nogil
+    cdef void column_dot(self, const TreeKin* k, const double* u, int j, int c, const double* hv, const double* hw,
+                          double* hvd, double* hwd) noexcept nogil
+    cdef void point_jacobian_dot(self, const TreeKin* k, const double* u, int b, const double* x, const double* xd,
+                                 int ref, const double* R, const double* wf, double* Jd) noexcept nogil
     cdef double subtree_sums(self, const TreeKin* k) noexcept nogil
+    cdef void subtree_rates(self, const TreeKin* k) noexcept nogil
     cdef void totals(self, double* out) noexcept nogil
     cdef void momentum_matrix(self, const TreeKin* k, const double* G, double* AG, int ld, int rows) noexcept nogil
+    cdef void momentum_matrix_dot(self, const TreeKin* k, const double* u, const double* G, const double* Gd,
+                                  double* AGd) noexcept nogil
     cdef void momentum(self, const TreeKin* k, const double* acc, const double* G, double* h,
                        double* hd) noexcept nogil
     cdef int kin_prepare(self, const double[::1] q, const double[::1] u, const double[::1] ud, TreeKin* k) except -1
+    cdef int kin_check(self) except -1
     cdef int frame_index(self, int f) except -1

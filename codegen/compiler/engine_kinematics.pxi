@@ -104,29 +104,32 @@ cdef class TreeEngine(Engine):
     """Frames, Jacobians, the centre of mass and centroidal momentum of every rigid tree (see engine.pxd)."""
 
     def __cinit__(self):
-        self.parent = self.iv = self.nvj = self.hcols = self.fbody = NULL
+        self.parent = self.iv = self.nvj = self.hcols = self.hcarry = self.fbody = NULL
         self.fX = self.kw = self.zu = NULL
         self.nf = 0
 
     def __dealloc__(self):
-        free(self.parent); free(self.iv); free(self.nvj); free(self.hcols); free(self.fbody)
+        free(self.parent); free(self.iv); free(self.nvj); free(self.hcols); free(self.hcarry); free(self.fbody)
         free(self.fX); free(self.kw); free(self.zu)
 
-    cdef int init_tree(self, int nb, const int* parent, const int* iv, const int* nvj, const int* hcols) except -1:
+    cdef int init_tree(self, int nb, const int* parent, const int* iv, const int* nvj, const int* hcols,
+                       const int* hcarry) except -1:
         """The tree's topology, from its module's __cinit__ (copied; after init_engine)."""
         self.nb = nb
         self.parent = <int*> calloc(nb + 1, sizeof(int))
         self.iv = <int*> calloc(nb + 1, sizeof(int))
         self.nvj = <int*> calloc(nb + 1, sizeof(int))
         self.hcols = <int*> calloc(nb + 1, sizeof(int))
-        self.kw = <double*> calloc(19 * nb + 1, sizeof(double))
+        self.hcarry = <int*> calloc(6 * nb + 1, sizeof(int))
+        self.kw = <double*> calloc(31 * nb + 1, sizeof(double))
         self.zu = <double*> calloc(self.nv + 1, sizeof(double))
-        if not (self.parent and self.iv and self.nvj and self.hcols and self.kw and self.zu):
+        if not (self.parent and self.iv and self.nvj and self.hcols and self.hcarry and self.kw and self.zu):
             raise MemoryError()
         memcpy(self.parent, parent, nb * sizeof(int))
         memcpy(self.iv, iv, nb * sizeof(int))
         memcpy(self.nvj, nvj, nb * sizeof(int))
         memcpy(self.hcols, hcols, nb * sizeof(int))
+        memcpy(self.hcarry, hcarry, 6 * nb * sizeof(int))
         return 0
 
     # ================================================================== the model's (overridden by its module)
@@ -203,6 +206,69 @@ cdef class TreeEngine(Engine):
                     J[a * n + col] = o[a]
             j = self.parent[j]
 
+    cdef void column_dot(self, const TreeKin* k, const double* u, int j, int c, const double* hv, const double* hw,
+                          double* hvd, double* hwd) noexcept nogil:
+        """The rates of joint column c of body j (hv, hw): a vector fixed in the body that rotates at
+        W = w_parent + sum over the carrying columns (hcarry) of H_w,k u_k, so hvd = W x hv, hwd = W x hw."""
+        cdef double W[3]
+        cdef double gv[3]
+        cdef double gw[3]
+        cdef int a, kk, m = self.hcarry[6 * j + c], pj = self.parent[j]
+        for a in range(3):
+            W[a] = k.w[3 * pj + a] if pj >= 0 else 0.0
+        for kk in range(self.nvj[j]):
+            if m >> kk & 1:
+                kx_column(k, self.hcols, j, kk, gv, gw)
+                for a in range(3):
+                    W[a] += gw[a] * u[self.iv[j] + kk]
+        kx_cross(W, hv, hvd)
+        kx_cross(W, hw, hwd)
+
+    cdef void point_jacobian_dot(self, const TreeKin* k, const double* u, int b, const double* x, const double* xd,
+                                 int ref, const double* R, const double* wf, double* Jd) noexcept nogil:
+        """Jd = dJ/dt (6 x nv, row major) of point_jacobian's J for the point x moving at xd (wf: the angular
+        velocity of the axes R, for REF_LOCAL). Per column, with d = x - r_j, dd = xd - vr_j:
+        world axes at x: (hwd ; hvd + hwd x d + hw x dd); at the world origin add x x hwd + xd x hw;
+        in the axes R: R^T (rate - wf x column), each half."""
+        cdef int n = self.nv, j, c, a, col
+        cdef double hv[3]
+        cdef double hw[3]
+        cdef double hvd[3]
+        cdef double hwd[3]
+        cdef double d[3]
+        cdef double dd[3]
+        cdef double lin[3]
+        cdef double jl[3]
+        memset(Jd, 0, 6 * n * sizeof(double))
+        j = b
+        while j >= 0:
+            for a in range(3):
+                d[a] = x[a] - k.r[3 * j + a]
+                dd[a] = xd[a] - k.vr[3 * j + a]
+            for c in range(self.nvj[j]):
+                kx_column(k, self.hcols, j, c, hv, hw)
+                self.column_dot(k, u, j, c, hv, hw, hvd, hwd)
+                lin[0], lin[1], lin[2] = hvd[0], hvd[1], hvd[2]
+                kx_cross_add(hwd, d, lin)
+                kx_cross_add(hw, dd, lin)
+                if ref == REF_WORLD:
+                    kx_cross_add(x, hwd, lin)
+                    kx_cross_add(xd, hw, lin)
+                elif ref == REF_LOCAL:                  # hwd - wf x hw, lin - wf x (hv + hw x d)
+                    jl[0], jl[1], jl[2] = hv[0], hv[1], hv[2]
+                    kx_cross_add(hw, d, jl)
+                    kx_cross_add(hw, wf, hwd)
+                    kx_cross_add(jl, wf, lin)
+                    kx_mtv(R, hwd, hvd)
+                    hwd[0], hwd[1], hwd[2] = hvd[0], hvd[1], hvd[2]
+                    kx_mtv(R, lin, jl)
+                    lin[0], lin[1], lin[2] = jl[0], jl[1], jl[2]
+                col = self.iv[j] + c
+                for a in range(3):
+                    Jd[a * n + col] = hwd[a]
+                    Jd[(3 + a) * n + col] = lin[a]
+            j = self.parent[j]
+
     # ================================================================== centre of mass and centroidal momentum
     cdef double subtree_sums(self, const TreeKin* k) noexcept nogil:
         """kw[6 NB:]: per body j, the sums over its subtree of m (1), m rc (3) and K = Iw + m (|rc|^2 1 - rc rc^T)
@@ -239,6 +305,37 @@ cdef class TreeEngine(Engine):
                 for a in range(13):
                     out[a] += self.kw[6 * self.nb + 13 * j + a]
 
+    cdef void subtree_rates(self, const TreeKin* k) noexcept nogil:
+        """kw[19 NB:]: per body j, the rates of its subtree sums (after subtree_sums, at k's velocities): d(m rc)/dt =
+        m vc (3) and dK/dt = w x Iw - Iw w x + m (2 rc.vc 1 - vc rc^T - rc vc^T) (9), summed over the subtree."""
+        cdef double* S = self.kw + 19 * self.nb
+        cdef double* s
+        cdef double m, rv
+        cdef double rc[3]
+        cdef double Iw[9]
+        cdef double w[3]
+        cdef double vc[3]
+        cdef double WI[9]
+        cdef int j, a, b
+        for j in range(self.nb):
+            s = S + 12 * j
+            kx_body_mass(k, j, &m, rc, Iw)
+            self.point_motion(k, NULL, j, rc, w, vc, NULL, NULL)
+            rv = rc[0] * vc[0] + rc[1] * vc[1] + rc[2] * vc[2]
+            for b in range(3):                          # WI = w x Iw (column b: w x Iw[:, b])
+                WI[b] = w[1] * Iw[6 + b] - w[2] * Iw[3 + b]
+                WI[3 + b] = w[2] * Iw[b] - w[0] * Iw[6 + b]
+                WI[6 + b] = w[0] * Iw[3 + b] - w[1] * Iw[b]
+            for a in range(3):
+                s[a] = m * vc[a]
+                for b in range(3):                      # Iw w x = -(w x Iw)^T (Iw symmetric)
+                    s[3 + 3 * a + b] = WI[3 * a + b] + WI[3 * b + a] + m * (
+                        (2.0 * rv if a == b else 0.0) - vc[a] * rc[b] - rc[a] * vc[b])
+        for j in range(self.nb - 1, -1, -1):
+            if self.parent[j] >= 0:
+                for a in range(12):
+                    S[12 * self.parent[j] + a] += S[12 * j + a]
+
     cdef void momentum_matrix(self, const TreeKin* k, const double* G, double* AG, int ld, int rows) noexcept nogil:
         """Columns of the momentum about G of a unit velocity (after subtree_sums): per joint j, velocity c,
         with v_O = H_v + r_j x H_w (the velocity field's value at the world origin): l = M_j v_O + H_w x S1_j,
@@ -270,6 +367,55 @@ cdef class TreeEngine(Engine):
                 for a in range(3):
                     AG[a * ld + col] = kk[a] - (G[(a + 1) % 3] * l[(a + 2) % 3] - G[(a + 2) % 3] * l[(a + 1) % 3])
                     AG[(3 + a) * ld + col] = l[a]
+
+    cdef void momentum_matrix_dot(self, const TreeKin* k, const double* u, const double* G, const double* Gd,
+                                  double* AGd) noexcept nogil:
+        """AGd (6 x nv) = dA_G/dt (after subtree_sums and subtree_rates; Gd the centre of mass velocity): the
+        rates of momentum_matrix's columns, with vOd = hvd + vr_j x hw + r_j x hwd: ld = M_j vOd + hwd x S1_j +
+        hw x dS1_j, dk_O = dK_j hw + K_j hwd + dS1_j x vO + S1_j x vOd, dk_G = dk_O - Gd x l - G x ld."""
+        cdef int n = self.nv, j, c, a, col
+        cdef double hv[3]
+        cdef double hw[3]
+        cdef double hvd[3]
+        cdef double hwd[3]
+        cdef double vO[3]
+        cdef double vOd[3]
+        cdef double l[3]
+        cdef double ld[3]
+        cdef double kd[3]
+        cdef double t[3]
+        cdef const double* s
+        cdef const double* sd
+        for j in range(self.nb):
+            s = self.kw + 6 * self.nb + 13 * j
+            sd = self.kw + 19 * self.nb + 12 * j
+            for c in range(self.nvj[j]):
+                kx_column(k, self.hcols, j, c, hv, hw)
+                self.column_dot(k, u, j, c, hv, hw, hvd, hwd)
+                for a in range(3):
+                    vO[a] = hv[a]
+                    vOd[a] = hvd[a]
+                kx_cross_add(k.r + 3 * j, hw, vO)
+                kx_cross_add(k.vr + 3 * j, hw, vOd)
+                kx_cross_add(k.r + 3 * j, hwd, vOd)
+                for a in range(3):
+                    l[a] = s[0] * vO[a]
+                    ld[a] = s[0] * vOd[a]
+                kx_cross_add(hw, s + 1, l)
+                kx_cross_add(hwd, s + 1, ld)
+                kx_cross_add(hw, sd, ld)
+                kx_mv(sd + 3, hw, kd)
+                kx_mv(s + 4, hwd, t)
+                for a in range(3):
+                    kd[a] += t[a]
+                kx_cross_add(sd, vO, kd)
+                kx_cross_add(s + 1, vOd, kd)
+                kx_cross_add(l, Gd, kd)                 # - Gd x l
+                kx_cross_add(ld, G, kd)                 # - G x ld
+                col = self.iv[j] + c
+                for a in range(3):
+                    AGd[a * n + col] = kd[a]
+                    AGd[(3 + a) * n + col] = ld[a]
 
     cdef void momentum(self, const TreeKin* k, const double* acc, const double* G, double* h,
                        double* hd) noexcept nogil:
@@ -315,6 +461,12 @@ cdef class TreeEngine(Engine):
             raise NotImplementedError("this kernel has no tree kinematics")
         if ud is not None and self.tree_acc(&q[0], pu, &ud[0] if self.nv else self.zu, self.kw) != 0:
             raise NotImplementedError("this kernel has no body accelerations")
+        return 0
+
+    cdef int kin_check(self) except -1:
+        """The batches' check that the model has tree kinematics (its module called init_tree)."""
+        if self.parent == NULL:
+            raise NotImplementedError("this kernel has no tree kinematics")
         return 0
 
     cdef int frame_index(self, int f) except -1:
@@ -408,6 +560,32 @@ cdef class TreeEngine(Engine):
             self.point_jacobian(&k, self.fbody[f], x, ref, R, &out[0, 0])
         return out
 
+    def frame_jacobian_dot(self, const double[::1] q, const double[::1] u, int f, int ref, const double[::1] point,
+                           double[:, ::1] out):
+        """out (6 x nv): dJ/dt along u of frame_jacobian(q, f, ref, point)."""
+        cdef TreeKin k
+        cdef double R[9]
+        cdef double x[3]
+        cdef double d[3]
+        cdef double w[3]
+        cdef double v[3]
+        cdef int c
+        self.frame_index(f)
+        if out.shape[0] != 6 or out.shape[1] != self.nv:
+            raise ValueError(f"out: expected a 6 x {self.nv} array")
+        self.kin_prepare(q, u, None, &k)
+        self.frame_world(&k, f, R, x)
+        if point is not None:
+            kx_mv(R, &point[0], d)
+            for c in range(3):
+                x[c] += d[c]
+        if self.fbody[f] < 0:
+            memset(&out[0, 0], 0, 6 * self.nv * sizeof(double))
+        else:
+            self.point_motion(&k, NULL, self.fbody[f], x, w, v, NULL, NULL)
+            self.point_jacobian_dot(&k, &u[0] if self.nv else self.zu, self.fbody[f], x, v, ref, R, w, &out[0, 0])
+        return out
+
     def center_of_mass(self, const double[::1] q, const double[::1] u, const double[::1] ud, double[::1] out):
         """out (9): the centre of mass, its velocity and acceleration (u, ud None: 0); returns the total mass."""
         cdef TreeKin k
@@ -445,15 +623,17 @@ cdef class TreeEngine(Engine):
         return out
 
     def centroidal(self, const double[::1] q, const double[::1] u, const double[::1] ud, double[:, ::1] AG,
-                   double[::1] out):
+                   double[::1] out, double[:, ::1] AGd=None):
         """out (51): the centre of mass G (3), the centroidal momentum h_G = (k_G; l) (6), its rate (6, ud None:
-        0) and the centroidal inertia I_G (6 x 6, angular block first); AG (6 x nv, or None): A_G, h_G = A_G u."""
+        0) and the centroidal inertia I_G (6 x 6, angular block first); AG (6 x nv, or None): A_G, h_G = A_G u;
+        AGd (6 x nv, or None): dA_G/dt along u."""
         cdef TreeKin k
         cdef double tot[13]
         cdef double* G = &out[0]
         cdef double* I = &out[15]
+        cdef double Gd[3]
         cdef double M, gg
-        cdef int a, b
+        cdef int a, b, j
         self.kin_prepare(q, u, ud, &k)
         M = self.subtree_sums(&k)
         self.totals(tot)
@@ -473,6 +653,16 @@ cdef class TreeEngine(Engine):
                 raise ValueError(f"AG: expected a 6 x {self.nv} array")
             memset(&AG[0, 0], 0, 6 * self.nv * sizeof(double))
             self.momentum_matrix(&k, G, &AG[0, 0], self.nv, 6)
+        if AGd is not None:
+            if AGd.shape[0] != 6 or AGd.shape[1] != self.nv:
+                raise ValueError(f"AGd: expected a 6 x {self.nv} array")
+            self.subtree_rates(&k)
+            memset(Gd, 0, 3 * sizeof(double))
+            for j in range(self.nb):
+                if self.parent[j] < 0:
+                    for a in range(3):
+                        Gd[a] += self.kw[19 * self.nb + 12 * j + a] / M if M > 0 else 0.0
+            self.momentum_matrix_dot(&k, &u[0] if self.nv else self.zu, G, Gd, &AGd[0, 0])
         return M
 
     def subtree_mass(self, const double[::1] q, double[:, ::1] out):
@@ -490,3 +680,78 @@ cdef class TreeEngine(Engine):
             for a in range(3):
                 out[j, 1 + a] = s[1 + a] / s[0] if s[0] > 0 else 0.0
         return out
+
+    # ================================================================== batches: one compiled loop over states
+    def frames_at(self, const double[:, ::1] X, const long[::1] frames, int ref, double[:, :, ::1] pose,
+                  double[:, :, ::1] vel):
+        """Per row of X (q, then u where vel is given, in its leading columns): pose (m x k x 12, as
+        frame_placement) and vel (m x k x 6, as frame_motion's velocity in ref, or None) of the k frames."""
+        cdef TreeKin k
+        cdef double w[3]
+        cdef double v[3]
+        cdef Py_ssize_t m = X.shape[0], s
+        cdef int i, f, nf = frames.shape[0]
+        self.kin_check()
+        for i in range(nf):
+            self.frame_index(frames[i])
+        if X.shape[1] < self.nq + (self.nv if vel is not None else 0):
+            raise ValueError(f"X: expected rows of at least {self.nq + (self.nv if vel is not None else 0)} values")
+        if pose.shape[0] != m or pose.shape[1] != nf or pose.shape[2] != 12 or (vel is not None and (
+                vel.shape[0] != m or vel.shape[1] != nf or vel.shape[2] != 6)):
+            raise ValueError(f"pose, vel: expected {m} x {nf} x 12 and x 6 arrays")
+        if m == 0 or nf == 0:
+            return
+        with nogil:
+            for s in range(m):
+                self.tree_kin(&X[s, 0], &X[s, self.nq] if vel is not None and self.nv else self.zu, &k)
+                for i in range(nf):
+                    f = frames[i]
+                    self.frame_world(&k, f, &pose[s, i, 0], &pose[s, i, 9])
+                    if vel is not None:
+                        self.point_motion(&k, NULL, self.fbody[f], &pose[s, i, 9], w, v, NULL, NULL)
+                        kx_shift(ref, &pose[s, i, 0], &pose[s, i, 9], w, v, &vel[s, i, 0])
+
+    def frame_jacobians_at(self, const double[:, ::1] Q, int f, int ref, double[:, :, ::1] out):
+        """out (m x 6 x nv): frame f's Jacobian in ref at every row of Q (q in its leading columns)."""
+        cdef TreeKin k
+        cdef double R[9]
+        cdef double x[3]
+        cdef Py_ssize_t m = Q.shape[0], s
+        self.kin_check()
+        self.frame_index(f)
+        if Q.shape[1] < self.nq or out.shape[0] != m or out.shape[1] != 6 or out.shape[2] != self.nv:
+            raise ValueError(f"Q, out: expected rows of {self.nq} values and an m x 6 x {self.nv} array")
+        if m == 0 or self.nv == 0:
+            return
+        with nogil:
+            for s in range(m):
+                self.tree_kin(&Q[s, 0], self.zu, &k)
+                self.frame_world(&k, f, R, x)
+                if self.fbody[f] < 0:
+                    memset(&out[s, 0, 0], 0, 6 * self.nv * sizeof(double))
+                else:
+                    self.point_jacobian(&k, self.fbody[f], x, ref, R, &out[s, 0, 0])
+
+    def com_at(self, const double[:, ::1] X, bint velocity, double[:, ::1] out):
+        """out (m x 6): the centre of mass and (velocity: X's rows hold u after q) its velocity at every row."""
+        cdef TreeKin k
+        cdef double tot[13]
+        cdef double h[6]
+        cdef double M
+        cdef Py_ssize_t m = X.shape[0], s
+        cdef int c
+        self.kin_check()
+        if X.shape[1] < self.nq + (self.nv if velocity else 0) or out.shape[0] != m or out.shape[1] != 6:
+            raise ValueError("X, out: expected rows of q (and u) and an m x 6 array")
+        if m == 0:
+            return
+        with nogil:
+            for s in range(m):
+                self.tree_kin(&X[s, 0], &X[s, self.nq] if velocity and self.nv else self.zu, &k)
+                M = self.subtree_sums(&k)
+                self.totals(tot)
+                for c in range(3):
+                    out[s, c] = tot[1 + c] / M if M > 0 else 0.0
+                self.momentum(&k, NULL, &out[s, 0], h, NULL)
+                for c in range(3):
+                    out[s, 3 + c] = h[3 + c] / M if M > 0 else 0.0

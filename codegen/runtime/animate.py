@@ -149,7 +149,7 @@ def _plane(points):
 
 
 class _Scene:
-    """Everything to draw: per frame a list of segments (n_seg x 2 x dim), point markers and the text."""
+    """Everything to draw: per frame a list of segments (n_seg x 2 x dim), point markers, frame axes, the text."""
 
     def __init__(self, z, frames):
         self.t = z["t"][frames]
@@ -192,6 +192,15 @@ class _Scene:
         a, b = np.array([p[0] for p in pairs], int), np.array([p[1] for p in pairs], int)
         self.segs = np.stack([pts[:, a], pts[:, b]], axis=2) if pairs else np.zeros((len(frames), 0, 2, self.dim))
         self.points = pts[:, J.shape[1]:J.shape[1] + nb]                              # centroids
+        self.triads = None                          # simulate(frames=...): each frame's axes x, y, z (red, green, blue)
+        if "frame_position" in z:
+            P, R = z["frame_position"][frames], z["frame_rotation"][frames]       # nf x k x 3, nf x k x 3 x 3
+            p = pts.reshape(-1, self.dim)
+            L = 0.2 * max(float(np.nanmax(np.ptp(p[np.all(np.isfinite(p), axis=1)], axis=0))), 1e-3)
+            ends = P[:, :, None, :] + L * np.swapaxes(R, -1, -2)                  # nf x k x axis x 3
+            tri = np.stack([np.broadcast_to(P[:, :, None, :], ends.shape), ends], axis=3)
+            tri = tri.reshape(len(frames), -1, 2, 3)
+            self.triads = tri if self.proj is None else tri @ self.proj.T
         fixed = [k for k, p in enumerate(parent) if p < 0 and np.ptp(z["joint_pos"][:, k], axis=0).max() <= 1e-12]
         self.ground = pts[:, fixed]                 # joints on the ground that stay put (not a free base)
 
@@ -267,6 +276,11 @@ def _render(scene, size, name, progress):
         ax.grid(alpha=0.3)
         lines = LineCollection([], colors="tab:blue", linewidths=2.5 if not scene.beams else 1.8)
     ax.add_collection(lines)
+    triads = getattr(scene, "triads", None)
+    if triads is not None:
+        colors = ["tab:red", "tab:green", "tab:blue"] * (triads.shape[1] // 3)
+        tri = (Line3DCollection if scene.dim == 3 else LineCollection)(triads[0], colors=colors, linewidths=2.0)
+        ax.add_collection(tri)
     ax.set_xlabel(f"{scene.labels[0]} [m]")
     ax.set_ylabel(f"{scene.labels[1]} [m]")
     ax.set_title(plain(name), fontsize=10)
@@ -296,6 +310,8 @@ def _render(scene, size, name, progress):
         for k in tqdm(range(len(scene.t)), desc="animate", unit="frame", disable=not progress, leave=False):
             seg = scene.segs[k]
             lines.set_segments(seg.reshape(-1, seg.shape[-2], seg.shape[-1]) if scene.beams else seg)
+            if triads is not None:
+                tri.set_segments(triads[k])
             if scene.dim == 3:
                 dots.set_data_3d(*xyz(scene.points[k]))
             else:

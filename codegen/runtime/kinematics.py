@@ -45,6 +45,7 @@ class Centroidal(NamedTuple):
     h_G_dot: np.ndarray                  # (6,): dh_G/dt at udot (udot None: 0, so that h_G_dot = dA_G/dt u)
     com: np.ndarray                      # (3,): G [m]
     mass: float                          # [kg]
+    A_G_dot: np.ndarray                  # (6, nv): dA_G/dt along u, h_G_dot = A_G udot + A_G_dot u
 
 
 class AllTerms(NamedTuple):
@@ -64,6 +65,15 @@ def _vec(a, n: int, name: str) -> Optional[np.ndarray]:
     a = np.ascontiguousarray(a, dtype=float).reshape(-1)
     if a.size != n:
         raise ValueError(f"{name}: expected {n} values, got {a.size}")
+    return a
+
+
+def _rows(a, n: int, name: str) -> np.ndarray:
+    a = np.ascontiguousarray(a, dtype=float)
+    if a.ndim == 1 and a.size == n:
+        a = a.reshape(1, n)
+    if a.ndim != 2 or a.shape[1] != n:
+        raise ValueError(f"{name}: expected rows of {n} values, got shape {a.shape}")
     return a
 
 
@@ -246,6 +256,90 @@ class Kinematics:
         self.kernel.frame_jacobian(self._q(q), self._frame(frame), self._reference(reference), pt, out)
         return out
 
+    def frame_jacobian_dot(self, q, u, frame, reference: str = "local", point=None) -> np.ndarray:
+        """dJ/dt along u of frame_jacobian(q, frame, reference, point) (6 x nv).
+
+        The time derivative of the Jacobian in that reference, so that with udot the frame's spatial
+        acceleration (frame_acceleration; "local_world_aligned": the classical acceleration of its origin,
+        frame_classical_acceleration) is J udot + dJ/dt u. Computing dJ/dt u this way costs a matrix; the
+        accelerations at udot = 0 give it directly."""
+        out = np.empty((6, self.nv))
+        u = _vec(u, self.nv, "u")
+        if u is None:
+            raise ValueError("frame_jacobian_dot: u is required")
+        self.kernel.frame_jacobian_dot(self._q(q), u, self._frame(frame), self._reference(reference),
+                                       _vec(point, 3, "point"), out)
+        return out
+
+    # ---------------------------------------------------------------- batches: one compiled loop over states
+    def _frames(self, frames):
+        one = isinstance(frames, (str, int, np.integer))
+        idx = np.array([self._frame(f) for f in ([frames] if one else list(frames))], dtype=np.int_)
+        return one, idx
+
+    def frame_placement_batch(self, Q, frames):
+        """frame_placement at every row of Q (m x nq), for one frame or a list of them.
+
+        Returns
+        -------
+        R : numpy.ndarray, shape (m, 3, 3), or (m, k, 3, 3) for a list of k frames
+        p : numpy.ndarray, shape (m, 3), or (m, k, 3)
+        """
+        Q = _rows(Q, self.nq, "Q")
+        one, idx = self._frames(frames)
+        pose = np.empty((len(Q), len(idx), 12))
+        self.kernel.frames_at(Q, idx, 0, pose, None)
+        R, p = pose[..., :9].reshape(len(Q), len(idx), 3, 3), pose[..., 9:]
+        return (R[:, 0], p[:, 0]) if one else (R, p)
+
+    def frame_velocity_batch(self, Q, U, frames, reference: str = "local") -> np.ndarray:
+        """frame_velocity at every row of Q (m x nq) and U (m x nv): (m, 6), or (m, k, 6) for a list of frames."""
+        Q, U = _rows(Q, self.nq, "Q"), _rows(U, self.nv, "U")
+        if len(U) != len(Q):
+            raise ValueError(f"Q, U: {len(Q)} and {len(U)} rows")
+        one, idx = self._frames(frames)
+        pose, vel = np.empty((len(Q), len(idx), 12)), np.empty((len(Q), len(idx), 6))
+        self.kernel.frames_at(np.hstack([Q, U]), idx, self._reference(reference), pose, vel)
+        return vel[:, 0] if one else vel
+
+    def frame_jacobian_batch(self, Q, frame, reference: str = "local") -> np.ndarray:
+        """frame_jacobian at every row of Q (m x nq): (m, 6, nv)."""
+        Q = _rows(Q, self.nq, "Q")
+        out = np.empty((len(Q), 6, self.nv))
+        self.kernel.frame_jacobians_at(Q, self._frame(frame), self._reference(reference), out)
+        return out
+
+    def center_of_mass_batch(self, Q, U=None):
+        """The centre of mass at every row of Q (m x nq), and its velocity with U (m x nv).
+
+        Returns
+        -------
+        position : numpy.ndarray, shape (m, 3)
+        velocity : numpy.ndarray, shape (m, 3), or None without U
+        """
+        Q = _rows(Q, self.nq, "Q")
+        X = Q if U is None else np.hstack([Q, _rows(U, self.nv, "U")])
+        if len(X) != len(Q):
+            raise ValueError("Q, U: not as many rows")
+        out = np.empty((len(Q), 6))
+        self.kernel.com_at(X, U is not None, out)
+        return out[:, :3], (None if U is None else out[:, 3:])
+
+    def frame_trajectories(self, X, frames) -> dict:
+        """Result extras of simulate(frames=...) from its states X (rows q, u, ...).
+
+        frame_names (k,), frame_position (nt, k, 3), frame_rotation (nt, k, 3, 3) (frame -> world) and
+        frame_velocity (nt, k, 6: angular, then the origin's linear velocity, world axes: "local_world_aligned")."""
+        X = np.ascontiguousarray(X, dtype=float)
+        _, idx = self._frames(frames)
+        if not len(idx):
+            raise ValueError("frames: name at least one frame (s.frames lists them)")
+        pose, vel = np.empty((len(X), len(idx), 12)), np.empty((len(X), len(idx), 6))
+        self.kernel.frames_at(X, idx, int(Reference.LOCAL_WORLD_ALIGNED), pose, vel)
+        names = self._frame_table()[0]
+        return {"frame_names": np.array([names[i] for i in idx]), "frame_position": pose[..., 9:].copy(),
+                "frame_rotation": pose[..., :9].reshape(len(X), len(idx), 3, 3), "frame_velocity": vel}
+
     # ---------------------------------------------------------------- whole body
     def center_of_mass(self, q, u=None, udot=None) -> CenterOfMass:
         """The centre of mass, its velocity and acceleration (world frame) and the total mass."""
@@ -260,12 +354,21 @@ class Kinematics:
         return out
 
     def centroidal(self, q, u, udot=None) -> Centroidal:
-        """The centroidal momentum matrix A_G, momentum h_G = A_G u, inertia I_G and rate dh_G/dt (Centroidal)."""
-        A, out = np.empty((6, self.nv)), np.empty(51)
+        """The centroidal momentum matrix A_G, its rate, the momentum h_G = A_G u, inertia I_G and rate dh_G/dt.
+
+        Returns
+        -------
+        Centroidal
+            With udot None, h_G_dot = A_G_dot u (pinocchio's ccrba, dccrba and
+            computeCentroidalMomentumTimeVariation in one call).
+        """
+        A, Ad, out = np.empty((6, self.nv)), np.empty((6, self.nv)), np.empty(51)
         u = _vec(u, self.nv, "u")
+        if u is None:
+            raise ValueError("centroidal: u is required (zeros for a state at rest)")
         ud = _vec(udot, self.nv, "udot")
-        M = self.kernel.centroidal(self._q(q), u, np.zeros(self.nv) if ud is None else ud, A, out)
-        return Centroidal(A, out[3:9], out[15:].reshape(6, 6), out[9:15], out[:3], float(M))
+        M = self.kernel.centroidal(self._q(q), u, np.zeros(self.nv) if ud is None else ud, A, out, Ad)
+        return Centroidal(A, out[3:9], out[15:].reshape(6, 6), out[9:15], out[:3], float(M), Ad)
 
     def subtree_mass(self, q):
         """Per body, the mass [kg] and centre of mass [m] of the subtree it carries (MuJoCo's subtree_com).

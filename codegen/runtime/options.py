@@ -21,6 +21,7 @@ KIND_OPTIONS = {
                                "solves its dependent coordinates after every step instead)", False),
     "switching": (("grcr",), "the partition switching of algorithm grcr ('acs' or 'gcl')", None),
     "joint_wrench": (("tree", "loops"), "the joint reaction wrenches of rigid-body trees", False),
+    "frames": (("tree", "loops"), "the trajectories of frames of rigid-body trees (s.frames)", None),
 }
 
 KIND_NAMES = {"tree": "a rigid-body tree", "loops": "a tree closed by cut joints or couplings",
@@ -49,6 +50,7 @@ class Run:
     projection: Optional[bool] = None
     switching: Optional[str] = None
     joint_wrench: Optional[bool] = None
+    frames: Optional[object] = None     # frame names or indices (simulate(frames=...))
     stable: Optional[float] = None      # the estimated stable rk4 step (beam models), else None
     nfact: int = 0                      # HHT: factorizations of the iteration matrix
     work: Optional[np.ndarray] = None   # the work of the non-conservative forces at the samples (compiled rk4, dopri5)

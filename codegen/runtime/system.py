@@ -313,7 +313,7 @@ class System(Derivatives):
                  max_newton: Optional[int] = None, check_energy: Optional[float] = None, keep_partial: bool = False,
                  joint_wrench: Optional[bool] = None, baumgarte: Optional[float] = None,
                  projection: Optional[bool] = None, switching: Optional[str] = None, ctrl=None, limits: bool = True,
-                 threads: int = 1) -> Result:
+                 threads: int = 1, frames=None) -> Result:
         """Integrate from the model's initial state (or q0, u0) to t_end, sampling every dt.
 
         rk4 takes fixed steps of dt / substeps; dopri5 chooses its own steps (rtol, atol, h_max) and writes the
@@ -326,7 +326,9 @@ class System(Derivatives):
         A run that stops being finite, or whose energy runs away (an unstable step pumps energy in), raises
         SimulationDiverged naming the time, the first bad coordinate and the last good state, or with
         keep_partial=True returns the Result up to there (meta["partial"], ["diverged_at"]).
-        joint_wrench=True adds result.extra["joint_wrench"] (nt x n_joints x 6, see joint_wrenches).
+        joint_wrench=True adds result.extra["joint_wrench"] (nt x n_joints x 6, see joint_wrenches); frames=[names]
+        (rigid trees, s.frames) adds the frames' trajectories: frame_names, frame_position (nt x k x 3),
+        frame_rotation (nt x k x 3 x 3) and frame_velocity (nt x k x 6, "local_world_aligned"; frame_trajectories).
 
         Closed loops (cut joints): the start state must close (ModelError otherwise); Baumgarte's stabilisation
         Phi'' + 2 b Phi' + b^2 Phi = 0 holds the drift down, b = ``baumgarte`` [1/s] (default 1 / (10 h), h the
@@ -410,6 +412,8 @@ class System(Derivatives):
             Enforce the joint limits.
         threads : int, optional
             rk4 on two threads (algorithm mstmm, see above); default 1.
+        frames : list of str or int, optional
+            Rigid trees: record these frames' placements and velocities at every sample.
 
         Returns
         -------
@@ -429,7 +433,7 @@ class System(Derivatives):
         run = Run(t_end, dt, integrator=integrator, q0=q0, u0=u0, rtol=rtol, atol=atol, h_max=h_max, substeps=substeps,
                   progress=progress, threads=threads, alpha=alpha, newton_tol=newton_tol, max_newton=max_newton,
                   baumgarte=baumgarte, projection=projection, switching=switching,
-                  joint_wrench=joint_wrench).for_kind(self.kind, self.algorithm)
+                  joint_wrench=joint_wrench, frames=frames).for_kind(self.kind, self.algorithm)
         with self._inputs(ctrl, limits):
             return self._simulate(run, check_energy, keep_partial)
 

@@ -16,6 +16,7 @@ angular velocity u = omega (no singular angles); for them S_w = R(q) (Rdot u = R
 """
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Dict, List, Tuple
@@ -214,6 +215,52 @@ def joint_model(jtype: str) -> JointModel:
 
 
 # ------------------------------------------------------------------ C code for the kernels
+
+@persistent
+def column_carriers(jtype: str) -> Tuple[int, ...]:
+    """Per velocity column c of a joint, the columns whose rotation carries it (a bit mask).
+
+    The parent-frame columns H = [S_v; S_w] of a joint change with its coordinates as vectors fixed in a body
+    between parent and child: dH_c/dt = (sum over k in mask_c of S_w,k u_k) x H_c (both halves), the mask empty
+    for a revolute, prismatic or planar joint, the first axis for a universal joint's second, every column for a
+    quaternion's body rates. The engine's Jacobian rates (dJ/dt) use the masks; each is the smallest that holds,
+    checked at random states (a joint type no mask fits is refused)."""
+    jm = joint_model(jtype)
+    if not jm.nv:
+        return ()
+    rng = random.Random(7)
+    q, u = jm.q, jm.u
+    H = sp.Matrix.vstack(jm.S_v, jm.S_w)
+    Hd = sum((H.diff(qk) * qdk for qk, qdk in zip(q, jm.qdot)), sp.zeros(6, jm.nv))   # dH/dt, unsimplified
+    pts = []
+    for _ in range(3):
+        qv = [rng.uniform(-1.5, 1.5) for _ in q]
+        if JOINT_TYPES[jtype].quaternion is not None:
+            o = JOINT_TYPES[jtype].quaternion
+            nq = sum(x * x for x in qv[o:o + 4]) ** 0.5
+            qv[o:o + 4] = [x / nq for x in qv[o:o + 4]]
+        uv = [rng.uniform(-1.5, 1.5) for _ in u]
+        at = dict(zip(q + u, qv + uv))
+        Hn, Hdn = H.subs(at).evalf(), Hd.subs(at).evalf()
+        pts.append((Hn, Hdn, uv))
+
+    def fits(c, mask):
+        for Hn, Hdn, uv in pts:
+            om = sum((Hn[3:, k] * uv[k] for k in range(jm.nv) if mask >> k & 1), sp.zeros(3, 1))
+            want = sp.Matrix.vstack(om.cross(Hn[:3, c]), om.cross(Hn[3:, c]))
+            if max(abs(float(e)) for e in (Hdn[:, c] - want)) > 1e-9:
+                return False
+        return True
+
+    out = []
+    for c in range(jm.nv):
+        masks = sorted(range(1 << jm.nv), key=lambda m: (bin(m).count("1"), m))
+        m = next((m for m in masks if fits(c, m)), None)
+        if m is None:
+            raise NotImplementedError(f"joint type {jtype!r}: column {c} is not carried by its own axes")
+        out.append(m)
+    return tuple(out)
+
 
 def _printer():
     from sympy.printing.c import C99CodePrinter

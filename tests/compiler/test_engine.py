@@ -71,3 +71,26 @@ def test_engine_of_an_installed_copy_with_the_same_source(tmp_path, monkeypatch)
     so.unlink()
     (folder / "engine.pyx").write_text((ENGINE_DIR / "engine.pyx").read_text())
     assert engine_build._installed() is None                     # sources without a build
+
+
+def test_no_module_template_redefines_an_engine_method():
+    """A model's module overrides only the model's methods of engine.pxd (rhs ... tree_acc); a template that defines
+    another engine method's name breaks every build (Cython: "Signature not compatible") or, for a Python method,
+    silently replaces the engine's. Every cdef and def name of the engine's own against every template."""
+    import re
+    from pathlib import Path
+    ROOT = Path(codegen.__file__).resolve().parent.parent
+    src = ROOT / "codegen" / "compiler"
+    pxd = (src / "engine.pxd").read_text()
+    ours = set(re.findall(r"^\s+cdef\s+[\w\s\*]+?\b(\w+)\(self", pxd, re.M))
+    for f in ("engine.pyx", "engine_kinematics.pxi"):
+        ours |= set(re.findall(r"^    def (\w+)\(self", (src / f).read_text(), re.M))
+    model = {"rhs", "normalize", "project", "rk4_pipe", "sample_outputs", "tree_kin", "tree_acc",
+             "__cinit__", "__dealloc__", "__init__"}
+    assert {"frame_placement", "column_dot", "rk4", "init_tree"} <= ours
+    clashes = []
+    for t in (ROOT / "templates").rglob("*.j2"):
+        for name in re.findall(r"^\s+c?p?def\s+(?:[\w\s\*]+?\s)?(\w+)\(self", t.read_text(), re.M):
+            if name in ours - model:
+                clashes.append(f"{t.relative_to(ROOT)}: {name}")
+    assert not clashes, clashes

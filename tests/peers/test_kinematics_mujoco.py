@@ -1,7 +1,9 @@
 """MJCF frames against MuJoCo: every site and body of a file (welded bodies and world sites too) as a frame.
 
 MuJoCo's own arrays after mj_kinematics / mj_comPos at the same qpos (our q is MuJoCo's qpos, our u its qvel):
-site_xpos, site_xmat and mj_jacSite (rows: our local_world_aligned Jacobian, (jacr; jacp)), xpos and xmat of
+site_xpos, site_xmat and mj_jacSite (rows: our local_world_aligned Jacobian, (jacr; jacp)), mj_jacDot at the
+site (its rate; MuJoCo rates a column with its body's velocity, dJ/dt for hinge, slide, ball and free joints, the
+file's), xpos and xmat of
 bodies, subtree_com and the total mass, mj_objectVelocity of sites (rot:lin, world or local orientation)."""
 import numpy as np
 import pytest
@@ -42,6 +44,9 @@ def test_sites_and_bodies_against_mujoco():
             mujoco.mj_jacSite(mj, d, jacp, jacr, k)
             J = s.frame_jacobian(q, name, "local_world_aligned")
             assert np.abs(J - np.vstack([jacr, jacp])).max() < TOL, name
+            mujoco.mj_jacDot(mj, d, jacp, jacr, d.site_xpos[k], mj.site_bodyid[k])
+            Jd = s.frame_jacobian_dot(q, u, name, "local_world_aligned")
+            assert np.abs(Jd - np.vstack([jacr, jacp])).max() < TOL, name
             for local, ref in ((0, "local_world_aligned"), (1, "local")):
                 mujoco.mj_objectVelocity(mj, d, mujoco.mjtObj.mjOBJ_SITE, k, vel, local)
                 assert np.abs(s.frame_velocity(q, u, name, ref) - vel).max() < TOL, (name, ref)

@@ -367,7 +367,62 @@ def test_kinematics_vs_pinocchio(case):
     states = [(*pf.random_state(d, s.model.coord_names, rng), rng.normal(scale=2.0, size=s.nv)) for _ in range(4)]
     worst = compare(s, peer, frames, states)
     bad = {k: v for k, v in worst.items() if not v < TOL}
-    assert not bad and len(worst) == 23, f"{_id(case)}: errors vs pinocchio: {bad}"
+    assert not bad and len(worst) == 27, f"{_id(case)}: errors vs pinocchio: {bad}"
+
+
+@pytest.mark.parametrize("name", ["fixed", "floating"])
+def test_kinematics_rates_by_differences(name):
+    """dJ/dt of every frame in each reference and dA_G/dt equal central differences of our own J and A_G along
+    the motion (q +- h qdot(q, u)), on every joint type (the planar and universal joints, whose columns pinocchio
+    rates differently, included); and J udot + dJ/dt u is the frame's acceleration (spatial in local and world,
+    classical in local_world_aligned), A_G udot + dA_G/dt u the momentum's rate."""
+    d = pf.without_forces(MODELS[name])
+    s = system_for(d, "recursive", {})
+    rng = np.random.default_rng(8)
+    q, u = pf.random_state(d, s.model.coord_names, rng)
+    ud = rng.normal(size=s.nv)
+    h = 1e-6
+    qp, qm = q + h * s.qdot(q, u), q - h * s.qdot(q, u)
+    acc = {"local": s.frame_acceleration, "world": s.frame_acceleration,
+           "local_world_aligned": s.frame_classical_acceleration}
+    for f in s.frames:
+        for ref in ("local", "world", "local_world_aligned"):
+            Jd = s.frame_jacobian_dot(q, u, f, ref)
+            fd = (s.frame_jacobian(qp, f, ref) - s.frame_jacobian(qm, f, ref)) / (2 * h)
+            assert np.max(np.abs(Jd - fd)) < 1e-6 * max(1.0, np.max(np.abs(fd))), (f, ref)
+            assert rel_err(s.frame_jacobian(q, f, ref) @ ud + Jd @ u, acc[ref](q, u, ud, f, ref)) < TOL, (f, ref)
+    c = s.centroidal(q, u, ud)
+    fd = (s.centroidal(qp, u).A_G - s.centroidal(qm, u).A_G) / (2 * h)
+    assert np.max(np.abs(c.A_G_dot - fd)) < 1e-6 * max(1.0, np.max(np.abs(fd)))
+    assert rel_err(c.A_G @ ud + c.A_G_dot @ u, c.h_G_dot) < TOL
+    assert np.abs(c.A_G_dot).max() > 0.1                  # a moving state: the check can fail
+
+
+def test_kinematics_batches_equal_the_single_state_calls():
+    """The *_batch forms (one compiled loop over the rows) equal the single-state calls row by row, for one frame
+    and a list of them; bad shapes are refused by name."""
+    d = pf.without_forces(MODELS["floating"])
+    s = system_for(d, "recursive", {})
+    rng = np.random.default_rng(12)
+    Q, U = map(np.array, zip(*[pf.random_state(d, s.model.coord_names, rng) for _ in range(5)]))
+    names = s.frames[1:4]
+    R, p = s.frame_placement_batch(Q, names)
+    V = s.frame_velocity_batch(Q, U, names, "world")
+    G, Gv = s.center_of_mass_batch(Q, U)
+    for k in range(len(Q)):
+        for i, f in enumerate(names):
+            R1, p1 = s.frame_placement(Q[k], f)
+            assert rel_err(R[k, i], R1) < TOL and rel_err(p[k, i], p1) < TOL
+            assert rel_err(V[k, i], s.frame_velocity(Q[k], U[k], f, "world")) < TOL
+        assert rel_err(s.frame_jacobian_batch(Q, names[2], "local")[k], s.frame_jacobian(Q[k], names[2], "local")) < TOL
+        c = s.center_of_mass(Q[k], U[k])
+        assert rel_err(G[k], c.position) < TOL and rel_err(Gv[k], c.velocity) < TOL
+    assert s.frame_placement_batch(Q, names[0])[1].shape == (len(Q), 3)
+    assert s.center_of_mass_batch(Q)[1] is None
+    with pytest.raises(ValueError, match="Q: expected rows of"):
+        s.frame_placement_batch(Q[:, :-1], names[0])
+    with pytest.raises(ValueError, match="Q, U"):
+        s.frame_velocity_batch(Q, U[:2], names[0])
 
 
 def test_kinematics_point_jacobian_and_input_checks():

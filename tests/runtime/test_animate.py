@@ -7,7 +7,7 @@ import pytest
 
 import codegen
 from codegen.cli import main
-from codegen.runtime.animate import _plane, _rotate, _Scene, animate, element_curves
+from codegen.runtime.animate import _plane, _render, _rotate, _Scene, animate, element_curves
 from support.systems import EXAMPLES, get_system
 
 pytestmark = pytest.mark.build          # every test here compiles or loads a kernel (tests/conftest.py)
@@ -183,3 +183,40 @@ def test_absurd_times_and_gifs_larger_than_memory_are_refused(m1, tmp_path, caps
     finally:
         anim.GIF_MEMORY = limit
     assert not (tmp_path / "a.gif").exists()
+
+
+def test_frame_trajectories_recorded_saved_and_drawn(tmp_path, capsys):
+    """simulate(frames=...) records each frame's placement and velocity at every sample (equal to the single-state
+    calls), the NPZ keeps them, the animation draws each frame's axes (red, green, blue, along R's columns); the
+    CLI's --frames writes them and refuses an unknown frame by name before the run."""
+    s = get_system(codegen.load_model(EXAMPLES / "arm7.yaml"))
+    res = s.simulate(0.2, 0.01, substeps=10, frames=["link7", "link4"])
+    assert list(res.extra["frame_names"]) == ["link7", "link4"]
+    for k in (0, 7, len(res.t) - 1):
+        for i, f in enumerate(["link7", "link4"]):
+            R, p = s.frame_placement(res.q[k], f)
+            assert np.allclose(res.extra["frame_position"][k, i], p, atol=1e-12)
+            assert np.allclose(res.extra["frame_rotation"][k, i], R, atol=1e-12)
+            assert np.allclose(res.extra["frame_velocity"][k, i],
+                               s.frame_velocity(res.q[k], res.u[k], f, "local_world_aligned"), atol=1e-12)
+    npz = res.save(tmp_path / "arm.npz")
+    z = np.load(npz)
+    assert z["frame_position"].shape == (len(res.t), 2, 3)
+    scene = _Scene(z, np.arange(len(res.t)))
+    tri = scene.triads                                  # nt x (2 frames x 3 axes) x 2 ends x 3
+    assert tri.shape == (len(res.t), 6, 2, 3) and np.allclose(tri[:, 0, 0], z["frame_position"][:, 0])
+    axis = tri[5, 3:, 1] - tri[5, 3:, 0]                # link4's axes at sample 5: along R's columns
+    assert np.allclose(axis / np.linalg.norm(axis, axis=1)[:, None], z["frame_rotation"][5, 1].T, atol=1e-12)
+    assert len(imageio.mimread(animate(npz, tmp_path / "arm.gif", every=10, size=(240, 176)), memtest=False)) == 3
+    f = next(_render(scene, (320, 240), "arm7", False)).astype(int)    # the frames as drawn (a GIF's palette aside)
+    assert ((f[..., 1] - f[..., 0] > 40) & (f[..., 1] - f[..., 2] > 20)).sum() > 10     # tab:green axes drawn
+    with pytest.raises(ValueError, match="no frame 'nope'"):
+        s.simulate(0.2, 0.01, frames=["link7", "nope"])
+    out = tmp_path / "cli.npz"
+    assert main(["simulate", str(EXAMPLES / "arm7.yaml"), "--t-end", "0.05", "--dt", "0.01", "--substeps", "10",
+                 "--frames", "link7", "--out", str(out), "--quiet"]) == 0
+    assert np.load(out)["frame_position"].shape == (6, 1, 3)
+    assert main(["simulate", str(EXAMPLES / "arm7.yaml"), "--frames", "link7,lnk3", "--out",
+                 str(tmp_path / "no.npz"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "--frames" in err and "'lnk3'" in err and "Traceback" not in err and not (tmp_path / "no.npz").exists()

@@ -5,7 +5,7 @@ import pytest
 from codegen.runtime.options import KIND_NAMES, KIND_OPTIONS, Run
 
 GIVEN = {"alpha": -0.1, "newton_tol": 1e-8, "max_newton": 5, "baumgarte": 3.0, "projection": True,
-         "switching": "acs", "joint_wrench": True}
+         "switching": "acs", "joint_wrench": True, "frames": ["b1"]}
 
 
 def test_every_kind_option_has_a_value_to_try():

@@ -3,9 +3,17 @@
 Ours: 6-vectors (angular; linear), u our velocities; pinocchio: Motion/Force (linear; angular), v = T u with
 dv/dt = T udot + c (the peers' T and c: a free joint's linear velocity is world-frame in ours, local in
 pinocchio's). References by name: ours "local", "world", "local_world_aligned" are pinocchio's LOCAL, WORLD and
-LOCAL_WORLD_ALIGNED."""
+LOCAL_WORLD_ALIGNED.
+
+Jacobian rates: pinocchio's getFrameJacobianTimeVariation (and dccrba, built on it) rates each joint's columns
+with its child body's velocity (ov_i x J_i), the time derivative of J only where the joint's columns are fixed in
+its child: every one-velocity joint, the spherical joint and the free flyer. The planar and universal joints the
+peer builds as composites have columns fixed in the parent (or between): ours are dJ/dt, so those columns are
+compared against central differences of our Jacobians instead (test_kinematics_rates_by_differences)."""
 import numpy as np
 import pinocchio as pin
+
+from support import peers_from_file as pf
 
 REFERENCES = {"local": pin.LOCAL, "world": pin.WORLD, "local_world_aligned": pin.LOCAL_WORLD_ALIGNED}
 
@@ -27,9 +35,19 @@ def compare(s, peer, frames, states, worst=None):
         e = float(np.max(np.abs(np.asarray(a) - b)) / max(1.0, float(np.max(np.abs(b)))))
         worst[key] = max(worst.get(key, 0.0), e)
 
+    exact = np.ones(s.nv, bool)                  # columns whose pinocchio rate is dJ/dt (module docstring)
+    for t, _, iv, _, _ in peer.layout:
+        if t in ("planar", "universal"):
+            exact[iv:iv + pf.NQ_NV[t][1]] = False
+
+    def rate(key, a, b):
+        rec(key, np.asarray(a)[:, exact], np.asarray(b)[:, exact])
+
     for q, u, ud in states:
-        T, c = peer.T(q), peer.c(q, u)
+        T, c, Td = peer.T(q), peer.c(q, u), peer.Tdot(q, u)
+        assert np.allclose(Td @ u, c)
         qp, v, a = peer.q_pin(q), T @ u, T @ ud + c
+        pin.computeJointJacobiansTimeVariation(pm, pd, qp, v)
         pin.forwardKinematics(pm, pd, qp, v, a)
         pin.updateFramePlacements(pm, pd)
         pin.computeJointJacobians(pm, pd, qp)
@@ -44,7 +62,10 @@ def compare(s, peer, frames, states, worst=None):
                     ours(pin.getFrameAcceleration(pm, pd, fid, pr).vector))
                 rec(f"classical acceleration {ref}", s.frame_classical_acceleration(q, u, ud, name, ref),
                     ours(pin.getFrameClassicalAcceleration(pm, pd, fid, pr).vector))
-                rec(f"jacobian {ref}", s.frame_jacobian(q, name, ref), ours(pin.getFrameJacobian(pm, pd, fid, pr) @ T))
+                Jp = pin.getFrameJacobian(pm, pd, fid, pr)
+                rec(f"jacobian {ref}", s.frame_jacobian(q, name, ref), ours(Jp @ T))
+                rate(f"jacobian rate {ref}", s.frame_jacobian_dot(q, u, name, ref),
+                    ours(pin.getFrameJacobianTimeVariation(pm, pd, fid, pr) @ T + Jp @ Td))
         pin.centerOfMass(pm, pd, qp, v, a)
         com = s.center_of_mass(q, u, ud)
         rec("com", com.position, pd.com[0])
@@ -55,6 +76,9 @@ def compare(s, peer, frames, states, worst=None):
         pin.ccrba(pm, pd, qp, v)
         cen = s.centroidal(q, u, ud)
         rec("A_G", cen.A_G, ours(pd.Ag) @ T)
+        Ag = np.array(pd.Ag)
+        pin.dccrba(pm, pd, qp, v)
+        rate("A_G rate", cen.A_G_dot, ours(np.asarray(pd.dAg) @ T + Ag @ Td))
         rec("h_G", cen.h_G, ours(pd.hg.vector))
         Ig = pd.Ig.matrix()
         rec("I_G", cen.I_G, np.block([[Ig[3:, 3:], Ig[3:, :3]], [Ig[:3, 3:], Ig[:3, :3]]]))

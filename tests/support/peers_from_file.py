@@ -206,6 +206,16 @@ class DictPeer:
                 T[pv:pv + 3, iv:iv + 3] = quat_wxyz_to_matrix(q[iq + 3:iq + 7]).T
         return T
 
+    def Tdot(self, q, u) -> np.ndarray:
+        """dT/dt along u (a free joint's block R^T: -[w_body x] R^T), so that c = Tdot u."""
+        Td = np.zeros((self.nv, self.nv))
+        for t, iq, iv, _, pv in self.layout:
+            if t == "free" and self.mutate != "free_vel":
+                w = u[iv + 3:iv + 6]
+                W = np.array([[0, -w[2], w[1]], [w[2], 0, -w[0]], [-w[1], w[0], 0]])
+                Td[pv:pv + 3, iv:iv + 3] = -W @ quat_wxyz_to_matrix(q[iq + 3:iq + 7]).T
+        return Td
+
     def c(self, q, u) -> np.ndarray:
         """dv_pin/dt = T udot + c(q, u)."""
         c = np.zeros(self.nv)

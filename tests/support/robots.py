@@ -101,6 +101,16 @@ class _Mapped:
                 T[pv:pv + 3, iv:iv + 3] = quat_to_rot(q[iq + 3:iq + 7]).T
         return T
 
+    def Tdot(self, q, u):
+        """dT/dt along u (the free flyer's block R^T: -[w_body x] R^T), so that c = Tdot u."""
+        Td = np.zeros((self.nv, self.nv))
+        for kind, iq, iv, _, pv in self.layout:
+            if kind == "free":
+                w = u[iv + 3:iv + 6]
+                W = np.array([[0, -w[2], w[1]], [w[2], 0, -w[0]], [-w[1], w[0], 0]])
+                Td[pv:pv + 3, iv:iv + 3] = -W @ quat_to_rot(q[iq + 3:iq + 7]).T
+        return Td
+
     def c(self, q, u):
         """dv_pin/dt = T du/dt + c."""
         c, v = np.zeros(self.nv), self.T(q) @ u

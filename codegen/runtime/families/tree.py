@@ -552,6 +552,13 @@ class TreeSystem(Kinematics, System):
         O[0] = np.concatenate([a[0].ravel() for a in self.kernel.outputs_at(X[:1])])   # the start state
         return O[:, :3 * nb].reshape(-1, nb, 3), O[:, 3 * nb:7 * nb].reshape(-1, nb, 4), O[:, 7 * nb:]
 
+    def _check_run(self, run, check_energy):
+        if run.frames is not None:
+            run.frames = list(self._frames(run.frames)[1])      # a bad frame is refused before the run
+            if not run.frames:
+                raise ValueError("frames: name at least one frame (s.frames lists them)")
+        return super()._check_run(run, check_energy)
+
     def _result(self, X, ts, meta, run) -> Result:
         q, u = X[:, :self.nq].copy(), X[:, self.nq:self.nq + self.nv].copy()
         com, quat, en = self._outputs(X, run)
@@ -580,6 +587,8 @@ class TreeSystem(Kinematics, System):
         if run.joint_wrench:
             res.extra.update(joint_wrench=self._in_joint_frames(self.kernel.joint_wrench_at(X, ts)),
                              joint_names=np.array(plan.joint_names))
+        if run.frames is not None:
+            res.extra.update(self.frame_trajectories(X, run.frames))
         if len(ts):
             self._loop_outputs(res, X, ts)
         return res
