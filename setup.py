@@ -13,8 +13,9 @@ _spec.loader.exec_module(engine_source)
 
 
 def engine_extension():
+    import numpy
     from Cython.Build import cythonize
-    ext = Extension(engine_source.MODULE, ["codegen/compiler/engine.pyx"],
+    ext = Extension(engine_source.MODULE, ["codegen/compiler/engine.pyx"], include_dirs=[numpy.get_include()],
                     define_macros=[("MB_ENGINE_SOURCE", f'"{engine_source.source_hash()}"')],
                     extra_compile_args=["-O3", "-g0", "-fno-math-errno"])
     return cythonize([ext], quiet=True, language_level=3,

@@ -87,7 +87,7 @@ def register(sub):
     s.add_argument("--frames", default=None, metavar="NAMES",
                    help="also store these frames' trajectories (comma-separated: bodies, URDF links, MJCF sites and "
                         "bodies, the model file's frames:; NPZ frame_names, frame_position nt x k x 3, frame_rotation "
-                        "nt x k x 3 x 3, frame_velocity nt x k x 6 angular then linear, world axes); rigid models")
+                        "nt x k x 3 x 3, frame_velocity nt x k x 6 angular then linear, world axes); rigid models; default: none")
     s.add_argument("--baumgarte", type=float, default=None, metavar="RATE",
                    help="closed loops: Baumgarte stabilisation rate b [1/s] (gamma - 2 b Phi' - b^2 Phi; 0: off; "
                         "default 0.1 / step). The result stores cut_joint_wrench, multipliers, constraint_violation, "

@@ -60,6 +60,7 @@ ctypedef struct TreeKin:            # world frame; a body's reference frame: ori
     const double* vr                # NB x 3   velocity of the origin
     const double* Hw                # NB x 36  joint columns [linear at r; angular] (6 x nvj, column major)
     const double* ib                # NB x 10  inertia numbers, body axes: m, m rho, I about r (upper: xx xy xz yy yz zz)
+    const double* arm               # NV       armature of every velocity (added to the mass matrix's diagonal)
 
 
 cdef class TreeEngine(Engine):
@@ -80,7 +81,7 @@ cdef class TreeEngine(Engine):
     cdef double* zu                 # NV zeros (a state at rest)
 
     cdef int init_tree(self, int nb, const int* parent, const int* iv, const int* nvj, const int* hcols,
-                       const int* hcarry) except -1
+                       const int* jt, const int* kcarry) except -1
     # the model's (its module overrides): run the kinematics of (q, u) and point k at the results; the world
     # angular and (classical) linear acceleration of every body's origin at (q, u, ud), NB x 6; 0 on success
     cdef int tree_kin(self, const double* q, const double* u, TreeKin* k) noexcept nogil
@@ -95,14 +96,17 @@ cdef class TreeEngine(Engine):
                           double* hvd, double* hwd) noexcept nogil
     cdef void point_jacobian_dot(self, const TreeKin* k, const double* u, int b, const double* x, const double* xd,
                                  int ref, const double* R, const double* wf, double* Jd) noexcept nogil
-    cdef double subtree_sums(self, const TreeKin* k) noexcept nogil
+    cdef double subtree_sums(self, const TreeKin* k, bint inertia=*) noexcept nogil
     cdef void subtree_rates(self, const TreeKin* k) noexcept nogil
     cdef void totals(self, double* out) noexcept nogil
     cdef void momentum_matrix(self, const TreeKin* k, const double* G, double* AG, int ld, int rows) noexcept nogil
+    cdef void tree_crba(self, const TreeKin* k, double* Mq) noexcept nogil
     cdef void momentum_matrix_dot(self, const TreeKin* k, const double* u, const double* G, const double* Gd,
                                   double* AGd) noexcept nogil
     cdef void momentum(self, const TreeKin* k, const double* acc, const double* G, double* h,
                        double* hd) noexcept nogil
-    cdef int kin_prepare(self, const double[::1] q, const double[::1] u, const double[::1] ud, TreeKin* k) except -1
+    cdef int kin_prepare(self, object q, object u, object ud, TreeKin* k) except -1
+    cdef object zeros_v(self)
+    cdef int frame_point(self, const TreeKin* k, int f, object point, double* R, double* x) except -1
     cdef int kin_check(self) except -1
     cdef int frame_index(self, int f) except -1

@@ -24,6 +24,70 @@ cdef extern from "Python.h":
     void PyBuffer_Release(Py_buffer* view)
     enum: PyBUF_C_CONTIGUOUS, PyBUF_FORMAT, PyBUF_WRITABLE
 
+cdef extern from "numpy/arrayobject.h":          # the few C-API names the argument helpers use
+    ctypedef Py_ssize_t npy_intp
+    ctypedef struct PyArrayObject
+    enum: NPY_DOUBLE
+    int _import_array() except -1
+    bint PyArray_CheckExact(object op)
+    int PyArray_TYPE(PyArrayObject* arr)
+    bint PyArray_IS_C_CONTIGUOUS(PyArrayObject* arr)
+    bint PyArray_ISWRITEABLE(PyArrayObject* arr)
+    npy_intp PyArray_SIZE(PyArrayObject* arr)
+    int PyArray_NDIM(PyArrayObject* arr)
+    npy_intp* PyArray_DIMS(PyArrayObject* arr)
+    void* PyArray_DATA(PyArrayObject* arr)
+    object PyArray_EMPTY(int nd, npy_intp* dims, int typenum, int fortran)
+
+_import_array()
+
+
+# ---------------------------------------------------------------- arguments of the Python API
+cdef inline bint is_f64(object a, Py_ssize_t n) noexcept:
+    """a is a C-contiguous float64 ndarray of n values (a type, flag and size check in C)."""
+    return (PyArray_CheckExact(a) and PyArray_TYPE(<PyArrayObject*> a) == NPY_DOUBLE
+            and PyArray_IS_C_CONTIGUOUS(<PyArrayObject*> a) and PyArray_SIZE(<PyArrayObject*> a) == n)
+
+
+cdef object arg_f64(object a, Py_ssize_t n, str name):
+    """a itself if it is a C-contiguous float64 array of n values, else a converted copy (ValueError naming it)."""
+    if is_f64(a, n):
+        return a
+    try:
+        b = np.ascontiguousarray(a, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{name}: expected {n} float64 values ({e})") from None
+    if b.size != n:
+        raise ValueError(f"{name}: expected {n} values, got an array of shape {b.shape}")
+    return b
+
+
+cdef inline double* f64_ptr(object a) noexcept:
+    return <double*> PyArray_DATA(<PyArrayObject*> a)
+
+
+cdef object new_f64(Py_ssize_t rows, Py_ssize_t cols):
+    """A new float64 array, rows x cols (cols 0: a vector of rows values), uninitialised."""
+    cdef npy_intp dims[2]
+    dims[0], dims[1] = rows, cols
+    return PyArray_EMPTY(2 if cols else 1, dims, NPY_DOUBLE, 0)
+
+
+cdef object out_f64(object out, Py_ssize_t rows, Py_ssize_t cols, str name):
+    """out itself (a writable C-contiguous float64 array of that shape) or, for None, a new one."""
+    if out is None:
+        return new_f64(rows, cols)
+    if (is_f64(out, rows * (cols or 1)) and PyArray_ISWRITEABLE(<PyArrayObject*> out)
+            and PyArray_NDIM(<PyArrayObject*> out) == (2 if cols else 1)
+            and PyArray_DIMS(<PyArrayObject*> out)[0] == rows):
+        return out
+    cdef object shape = (rows, cols)
+    if not cols:
+        shape = (rows,)
+    raise ValueError(f"{name}: expected a writable C-contiguous float64 array of shape {shape}, got {type(out).__name__} {getattr(out, 'shape', '')} "
+                     f"{getattr(out, 'dtype', '')}")
+
+
 cdef extern from *:
     """
     #ifndef MB_ENGINE_SOURCE

@@ -113,8 +113,10 @@ cdef class TreeEngine(Engine):
         free(self.fX); free(self.kw); free(self.zu)
 
     cdef int init_tree(self, int nb, const int* parent, const int* iv, const int* nvj, const int* hcols,
-                       const int* hcarry) except -1:
-        """The tree's topology, from its module's __cinit__ (copied; after init_engine)."""
+                       const int* jt, const int* kcarry) except -1:
+        """The tree's topology, from its module's __cinit__ (copied; after init_engine); jt: each body's joint kind
+        code, kcarry: per kind its columns' carrier masks (6 each)."""
+        cdef int j, c
         self.nb = nb
         self.parent = <int*> calloc(nb + 1, sizeof(int))
         self.iv = <int*> calloc(nb + 1, sizeof(int))
@@ -129,7 +131,9 @@ cdef class TreeEngine(Engine):
         memcpy(self.iv, iv, nb * sizeof(int))
         memcpy(self.nvj, nvj, nb * sizeof(int))
         memcpy(self.hcols, hcols, nb * sizeof(int))
-        memcpy(self.hcarry, hcarry, 6 * nb * sizeof(int))
+        for j in range(nb):
+            for c in range(6):
+                self.hcarry[6 * j + c] = kcarry[6 * jt[j] + c]
         return 0
 
     # ================================================================== the model's (overridden by its module)
@@ -270,9 +274,9 @@ cdef class TreeEngine(Engine):
             j = self.parent[j]
 
     # ================================================================== centre of mass and centroidal momentum
-    cdef double subtree_sums(self, const TreeKin* k) noexcept nogil:
-        """kw[6 NB:]: per body j, the sums over its subtree of m (1), m rc (3) and K = Iw + m (|rc|^2 1 - rc rc^T)
-        (9, the rotational inertia about the world origin); returns the total mass."""
+    cdef double subtree_sums(self, const TreeKin* k, bint inertia=True) noexcept nogil:
+        """kw[6 NB:]: per body j, the sums over its subtree of m (1), m rc (3) and (inertia) K = Iw + m (|rc|^2 1
+        - rc rc^T) (9, the rotational inertia about the world origin); returns the total mass."""
         cdef double* S = self.kw + 6 * self.nb
         cdef double* s
         cdef double m, M = 0.0, rr
@@ -281,6 +285,12 @@ cdef class TreeEngine(Engine):
         cdef int j, a, b
         for j in range(self.nb):
             s = S + 13 * j
+            if not inertia:                             # m and m rc only: rc = r + A h / m
+                s[0] = k.ib[10 * j]
+                kx_mv(k.A + 9 * j, k.ib + 10 * j + 1, s + 1)
+                for a in range(3):
+                    s[1 + a] += s[0] * k.r[3 * j + a]
+                continue
             kx_body_mass(k, j, &m, rc, Iw)
             rr = rc[0] * rc[0] + rc[1] * rc[1] + rc[2] * rc[2]
             s[0] = m
@@ -290,7 +300,7 @@ cdef class TreeEngine(Engine):
                     s[4 + 3 * a + b] = Iw[3 * a + b] + m * ((rr if a == b else 0.0) - rc[a] * rc[b])
         for j in range(self.nb - 1, -1, -1):            # children after parents: sum tips to root
             if self.parent[j] >= 0:
-                for a in range(13):
+                for a in range(13 if inertia else 4):
                     S[13 * self.parent[j] + a] += S[13 * j + a]
             else:
                 M += S[13 * j]
@@ -452,15 +462,20 @@ cdef class TreeEngine(Engine):
                 hd[3 + a] += m * ac[a]
 
     # ================================================================== Python API (the runtime wraps it)
-    cdef int kin_prepare(self, const double[::1] q, const double[::1] u, const double[::1] ud, TreeKin* k) except -1:
+    # Arguments: C-contiguous float64 arrays are taken as they are (a type and size check in C), anything else is
+    # converted once (arg_f64); results are new arrays (new_f64) or the caller's `out` (out_f64).
+    cdef int kin_prepare(self, object q, object u, object ud, TreeKin* k) except -1:
         """The kinematics of (q, u) (u None: at rest) and, with ud, the body accelerations in kw."""
-        if q.shape[0] != self.nq or (u is not None and u.shape[0] != self.nv) or (ud is not None and ud.shape[0] != self.nv):
-            raise ValueError(f"q, u, udot: expected {self.nq}, {self.nv}, {self.nv} values")
-        cdef const double* pu = &u[0] if u is not None and self.nv else self.zu
-        if self.tree_kin(&q[0], pu, k) != 0:
+        q = arg_f64(q, self.nq, "q")
+        cdef const double* pu = self.zu
+        if u is not None:
+            u = arg_f64(u, self.nv, "u")
+            pu = f64_ptr(u) if self.nv else self.zu
+        if self.parent == NULL or self.tree_kin(f64_ptr(q), pu, k) != 0:
             raise NotImplementedError("this kernel has no tree kinematics")
-        if ud is not None and self.tree_acc(&q[0], pu, &ud[0] if self.nv else self.zu, self.kw) != 0:
-            raise NotImplementedError("this kernel has no body accelerations")
+        if ud is not None:
+            ud = arg_f64(ud, self.nv, "udot")
+            self.tree_acc(f64_ptr(q), pu, f64_ptr(ud) if self.nv else self.zu, self.kw)
         return 0
 
     cdef int kin_check(self) except -1:
@@ -497,19 +512,17 @@ cdef class TreeEngine(Engine):
                 memcpy(self.fX + 12 * f, &x[f, 0], 12 * sizeof(double))
         self.nf = n
 
-    def frame_placement(self, const double[::1] q, int f, double[::1] out):
-        """out (12): world rotation (row major) and origin of frame f at q."""
+    def frame_placement(self, q, int f):
+        """(R (3 x 3, frame -> world), p (3)): frame f at q."""
         cdef TreeKin k
         self.frame_index(f)
-        if out.shape[0] != 12:
-            raise ValueError("out: expected 12 values")
         self.kin_prepare(q, None, None, &k)
-        self.frame_world(&k, f, &out[0], &out[9])
-        return out
+        R, p = new_f64(3, 3), new_f64(3, 0)
+        self.frame_world(&k, f, f64_ptr(R), f64_ptr(p))
+        return R, p
 
-    def frame_motion(self, const double[::1] q, const double[::1] u, const double[::1] ud, int f, int ref,
-                     int what, double[::1] out):
-        """out (6, angular first) of frame f in reference ref: what 0 its velocity, 1 its spatial acceleration,
+    def frame_motion(self, q, u, ud, int f, int ref, int what):
+        """(6,), angular first, of frame f in reference ref: what 0 its velocity, 1 its spatial acceleration,
         2 the classical acceleration of the body point at the reference point (ud None: 0)."""
         cdef TreeKin k
         cdef double R[9]
@@ -521,73 +534,79 @@ cdef class TreeEngine(Engine):
         cdef double vo[6]
         cdef int c
         self.frame_index(f)
-        if out.shape[0] != 6:
-            raise ValueError("out: expected 6 values")
-        self.kin_prepare(q, u, (ud if ud is not None else np.zeros(self.nv)) if what else None, &k)
+        self.kin_prepare(q, u, (ud if ud is not None else self.zeros_v()) if what else None, &k)
+        out = new_f64(6, 0)
+        cdef double* o = f64_ptr(out)
         self.frame_world(&k, f, R, x)
         self.point_motion(&k, self.kw if what else NULL, self.fbody[f], x, w, v, al, a)
         if what == 0:
-            kx_shift(ref, R, x, w, v, &out[0])
+            kx_shift(ref, R, x, w, v, o)
             return out
         for c in range(3):                              # the spatial acceleration at x: (al ; a - w x v)
             a[c] -= w[(c + 1) % 3] * v[(c + 2) % 3] - w[(c + 2) % 3] * v[(c + 1) % 3]
-        kx_shift(ref, R, x, al, a, &out[0])
+        kx_shift(ref, R, x, al, a, o)
         if what == 2:                                   # classical at the reference point: + w x v there
             kx_shift(ref, R, x, w, v, vo)
-            kx_cross_add(vo, vo + 3, &out[3])
+            kx_cross_add(vo, vo + 3, o + 3)
         return out
 
-    def frame_jacobian(self, const double[::1] q, int f, int ref, const double[::1] point, double[:, ::1] out):
-        """out (6 x nv, angular rows first): the Jacobian of frame f in reference ref, or of the point `point`
-        (frame axes, from its origin) fixed with it."""
-        cdef TreeKin k
-        cdef double R[9]
-        cdef double x[3]
+    cdef object zeros_v(self):
+        out = new_f64(self.nv, 0)
+        memset(f64_ptr(out), 0, self.nv * sizeof(double))
+        return out
+
+    cdef int frame_point(self, const TreeKin* k, int f, object point, double* R, double* x) except -1:
+        """World axes R and origin x of frame f, x moved to `point` (frame axes, from its origin) if given."""
         cdef double d[3]
         cdef int c
-        self.frame_index(f)
-        if out.shape[0] != 6 or out.shape[1] != self.nv:
-            raise ValueError(f"out: expected a 6 x {self.nv} array")
-        self.kin_prepare(q, None, None, &k)
-        self.frame_world(&k, f, R, x)
+        self.frame_world(k, f, R, x)
         if point is not None:
-            kx_mv(R, &point[0], d)
+            point = arg_f64(point, 3, "point")
+            kx_mv(R, f64_ptr(point), d)
             for c in range(3):
                 x[c] += d[c]
-        if self.fbody[f] < 0:
-            memset(&out[0, 0], 0, 6 * self.nv * sizeof(double))
-        else:
-            self.point_jacobian(&k, self.fbody[f], x, ref, R, &out[0, 0])
-        return out
+        return 0
 
-    def frame_jacobian_dot(self, const double[::1] q, const double[::1] u, int f, int ref, const double[::1] point,
-                           double[:, ::1] out):
-        """out (6 x nv): dJ/dt along u of frame_jacobian(q, f, ref, point)."""
+    def frame_jacobian(self, q, int f, int ref, point=None, out=None):
+        """(6 x nv, angular rows first): the Jacobian of frame f in reference ref, or of the point `point` (frame
+        axes, from its origin) fixed with it; into `out` when given."""
         cdef TreeKin k
         cdef double R[9]
         cdef double x[3]
-        cdef double d[3]
+        self.frame_index(f)
+        self.kin_prepare(q, None, None, &k)
+        out = out_f64(out, 6, self.nv, "out")
+        self.frame_point(&k, f, point, R, x)
+        if self.fbody[f] < 0:
+            memset(f64_ptr(out), 0, 6 * self.nv * sizeof(double))
+        else:
+            self.point_jacobian(&k, self.fbody[f], x, ref, R, f64_ptr(out))
+        return out
+
+    def frame_jacobian_dot(self, q, u, int f, int ref, point=None, out=None):
+        """(6 x nv): dJ/dt along u of frame_jacobian(q, f, ref, point)."""
+        cdef TreeKin k
+        cdef double R[9]
+        cdef double x[3]
         cdef double w[3]
         cdef double v[3]
-        cdef int c
         self.frame_index(f)
-        if out.shape[0] != 6 or out.shape[1] != self.nv:
-            raise ValueError(f"out: expected a 6 x {self.nv} array")
+        if u is None:
+            raise ValueError("u: required (the Jacobian's rate along u)")
+        u = arg_f64(u, self.nv, "u")
         self.kin_prepare(q, u, None, &k)
-        self.frame_world(&k, f, R, x)
-        if point is not None:
-            kx_mv(R, &point[0], d)
-            for c in range(3):
-                x[c] += d[c]
+        out = out_f64(out, 6, self.nv, "out")
+        self.frame_point(&k, f, point, R, x)
         if self.fbody[f] < 0:
-            memset(&out[0, 0], 0, 6 * self.nv * sizeof(double))
+            memset(f64_ptr(out), 0, 6 * self.nv * sizeof(double))
         else:
             self.point_motion(&k, NULL, self.fbody[f], x, w, v, NULL, NULL)
-            self.point_jacobian_dot(&k, &u[0] if self.nv else self.zu, self.fbody[f], x, v, ref, R, w, &out[0, 0])
+            self.point_jacobian_dot(&k, f64_ptr(u) if self.nv else self.zu, self.fbody[f], x, v, ref, R,
+                                    w, f64_ptr(out))
         return out
 
-    def center_of_mass(self, const double[::1] q, const double[::1] u, const double[::1] ud, double[::1] out):
-        """out (9): the centre of mass, its velocity and acceleration (u, ud None: 0); returns the total mass."""
+    def center_of_mass(self, q, u, ud):
+        """(G, its velocity, its acceleration (3 each; u, ud None: 0), the total mass)."""
         cdef TreeKin k
         cdef double tot[13]
         cdef double h[6]
@@ -595,90 +614,197 @@ cdef class TreeEngine(Engine):
         cdef double M
         cdef int c
         self.kin_prepare(q, u, ud, &k)
-        M = self.subtree_sums(&k)
+        G, V, A = new_f64(3, 0), new_f64(3, 0), new_f64(3, 0)
+        cdef double* g = f64_ptr(G)
+        cdef double* gv = f64_ptr(V)
+        cdef double* ga = f64_ptr(A)
+        M = self.subtree_sums(&k, False)
         self.totals(tot)
         for c in range(3):
-            out[c] = tot[1 + c] / M if M > 0 else 0.0
-        self.momentum(&k, self.kw if ud is not None else NULL, &out[0], h, hd)
+            g[c] = tot[1 + c] / M if M > 0 else 0.0
+        if u is None and ud is None:                    # at rest
+            memset(gv, 0, 3 * sizeof(double))
+            memset(ga, 0, 3 * sizeof(double))
+            return G, V, A, M
+        self.momentum(&k, self.kw if ud is not None else NULL, g, h, hd)
         for c in range(3):
-            out[3 + c] = h[3 + c] / M if M > 0 else 0.0
-            out[6 + c] = (hd[3 + c] / M if M > 0 else 0.0) if ud is not None else 0.0
-        return M
+            gv[c] = h[3 + c] / M if M > 0 else 0.0
+            ga[c] = (hd[3 + c] / M if M > 0 else 0.0) if ud is not None else 0.0
+        return G, V, A, M
 
-    def com_jacobian(self, const double[::1] q, double[:, ::1] out):
-        """out (3 x nv): d(centre of mass velocity)/du."""
+    def com_jacobian(self, q, out=None):
+        """(3 x nv): d(centre of mass velocity)/du; into `out` when given."""
         cdef TreeKin k
         cdef double M
-        cdef int a, c
-        if out.shape[0] != 3 or out.shape[1] != self.nv:
-            raise ValueError(f"out: expected a 3 x {self.nv} array")
+        cdef double* o
+        cdef int a
         self.kin_prepare(q, None, None, &k)
-        M = self.subtree_sums(&k)
-        memset(&out[0, 0], 0, 3 * self.nv * sizeof(double))
-        self.momentum_matrix(&k, NULL, &out[0, 0], self.nv, 3)
+        out = out_f64(out, 3, self.nv, "out")
+        o = f64_ptr(out)
+        M = self.subtree_sums(&k, False)
+        memset(o, 0, 3 * self.nv * sizeof(double))
+        self.momentum_matrix(&k, NULL, o, self.nv, 3)
         if M > 0:
-            for a in range(3):
-                for c in range(self.nv):
-                    out[a, c] /= M
+            for a in range(3 * self.nv):
+                o[a] /= M
         return out
 
-    def centroidal(self, const double[::1] q, const double[::1] u, const double[::1] ud, double[:, ::1] AG,
-                   double[::1] out, double[:, ::1] AGd=None):
-        """out (51): the centre of mass G (3), the centroidal momentum h_G = (k_G; l) (6), its rate (6, ud None:
-        0) and the centroidal inertia I_G (6 x 6, angular block first); AG (6 x nv, or None): A_G, h_G = A_G u;
-        AGd (6 x nv, or None): dA_G/dt along u."""
+    def centroidal(self, q, u, ud, bint rate=True):
+        """(A_G (6 x nv), dA_G/dt along u (6 x nv; rate False: None), h_G = (k_G; l) (6), its rate (6; ud None:
+        A_G_dot u), I_G (6 x 6, angular block first), G (3), the total mass)."""
         cdef TreeKin k
         cdef double tot[13]
-        cdef double* G = &out[0]
-        cdef double* I = &out[15]
         cdef double Gd[3]
         cdef double M, gg
         cdef int a, b, j
-        self.kin_prepare(q, u, ud, &k)
+        if u is None:
+            raise ValueError("u: required (zeros for a state at rest)")
+        u = arg_f64(u, self.nv, "u")
+        self.kin_prepare(q, u, ud if ud is not None else self.zeros_v(), &k)
+        AG, h, hd, I, Gv = new_f64(6, self.nv), new_f64(6, 0), new_f64(6, 0), new_f64(6, 6), new_f64(3, 0)
+        cdef double* G = f64_ptr(Gv)
+        cdef double* pI = f64_ptr(I)
         M = self.subtree_sums(&k)
         self.totals(tot)
         for a in range(3):
             G[a] = tot[1 + a] / M if M > 0 else 0.0
-        self.momentum(&k, self.kw if ud is not None else NULL, G, &out[3], &out[9])
-        if ud is None:
-            memset(&out[9], 0, 6 * sizeof(double))
-        memset(I, 0, 36 * sizeof(double))
+        self.momentum(&k, self.kw, G, f64_ptr(h), f64_ptr(hd))
+        memset(pI, 0, 36 * sizeof(double))
         gg = G[0] * G[0] + G[1] * G[1] + G[2] * G[2]
         for a in range(3):                              # K about G: K_O - M (|G|^2 1 - G G^T); M 1
             for b in range(3):
-                I[6 * a + b] = tot[4 + 3 * a + b] - M * ((gg if a == b else 0.0) - G[a] * G[b])
-            I[6 * (3 + a) + 3 + a] = M
-        if AG is not None:
-            if AG.shape[0] != 6 or AG.shape[1] != self.nv:
-                raise ValueError(f"AG: expected a 6 x {self.nv} array")
-            memset(&AG[0, 0], 0, 6 * self.nv * sizeof(double))
-            self.momentum_matrix(&k, G, &AG[0, 0], self.nv, 6)
-        if AGd is not None:
-            if AGd.shape[0] != 6 or AGd.shape[1] != self.nv:
-                raise ValueError(f"AGd: expected a 6 x {self.nv} array")
-            self.subtree_rates(&k)
-            memset(Gd, 0, 3 * sizeof(double))
-            for j in range(self.nb):
-                if self.parent[j] < 0:
-                    for a in range(3):
-                        Gd[a] += self.kw[19 * self.nb + 12 * j + a] / M if M > 0 else 0.0
-            self.momentum_matrix_dot(&k, &u[0] if self.nv else self.zu, G, Gd, &AGd[0, 0])
-        return M
+                pI[6 * a + b] = tot[4 + 3 * a + b] - M * ((gg if a == b else 0.0) - G[a] * G[b])
+            pI[6 * (3 + a) + 3 + a] = M
+        memset(f64_ptr(AG), 0, 6 * self.nv * sizeof(double))
+        self.momentum_matrix(&k, G, f64_ptr(AG), self.nv, 6)
+        if not rate:
+            return AG, None, h, hd, I, Gv, M
+        AGd = new_f64(6, self.nv)
+        self.subtree_rates(&k)
+        memset(Gd, 0, 3 * sizeof(double))
+        for j in range(self.nb):
+            if self.parent[j] < 0:
+                for a in range(3):
+                    Gd[a] += self.kw[19 * self.nb + 12 * j + a] / M if M > 0 else 0.0
+        self.momentum_matrix_dot(&k, f64_ptr(u) if self.nv else self.zu, G, Gd, f64_ptr(AGd))
+        return AG, AGd, h, hd, I, Gv, M
 
-    def subtree_mass(self, const double[::1] q, double[:, ::1] out):
-        """out (nb x 4): per body, the mass of its subtree and the subtree's centre of mass."""
+    cdef void tree_crba(self, const TreeKin* k, double* Mq) noexcept nogil:
+        """Mq (nv x nv) = the mass matrix (after subtree_sums): per column j of joint b, the momentum about the
+        world origin of the subtree of b moving with it, F = (k_O; l) = (K_b hw + S1_b x vO; M_b vO + hw x S1_b),
+        paired with every column i of b and its ancestors: M_ij = hw_i . k_O + vO_i . l (Featherstone 2008,
+        Table 6.2, composite inertias in world coordinates); plus the armature on the diagonal."""
+        cdef int n = self.nv, b, j, a, c, i, col
+        cdef double hv[3]
+        cdef double hw[3]
+        cdef double vO[3]
+        cdef double l[3]
+        cdef double kk[3]
+        cdef double x
+        cdef const double* s
+        for b in range(self.nb):
+            s = self.kw + 6 * self.nb + 13 * b
+            for c in range(self.nvj[b]):
+                kx_column(k, self.hcols, b, c, hv, hw)
+                for i in range(3):
+                    vO[i] = hv[i]
+                kx_cross_add(k.r + 3 * b, hw, vO)
+                for i in range(3):
+                    l[i] = s[0] * vO[i]
+                kx_cross_add(hw, s + 1, l)
+                kx_mv(s + 4, hw, kk)
+                kx_cross_add(s + 1, vO, kk)
+                col = self.iv[b] + c
+                a = b
+                while a >= 0:
+                    for j in range(self.nvj[a]):
+                        if a == b and j > c:
+                            break
+                        kx_column(k, self.hcols, a, j, hv, hw)
+                        kx_cross_add(k.r + 3 * a, hw, hv)          # its vO
+                        x = (hw[0] * kk[0] + hw[1] * kk[1] + hw[2] * kk[2]
+                             + hv[0] * l[0] + hv[1] * l[1] + hv[2] * l[2])
+                        Mq[(self.iv[a] + j) * n + col] = x
+                        Mq[col * n + self.iv[a] + j] = x
+                    a = self.parent[a]
+        for i in range(n):
+            Mq[i * n + i] += k.arm[i]
+
+    def tree_mass_matrix(self, q, out=None):
+        """(nv x nv): the mass matrix M(q), armature included (CRBA on the tree kinematics)."""
+        cdef TreeKin k
+        self.kin_prepare(q, None, None, &k)
+        out = out_f64(out, self.nv, self.nv, "out")
+        memset(f64_ptr(out), 0, self.nv * self.nv * sizeof(double))
+        self.subtree_sums(&k)
+        self.tree_crba(&k, f64_ptr(out))
+        return out
+
+    def all_terms(self, q, u, int ref):
+        """From one kinematics pass at (q, u): (the mass matrix (tree_crba), J of every frame (nf x 6 x nv, in
+        ref), G, its velocity (3), J_com (3 x nv), A_G (6 x nv), h_G (6), I_G (6 x 6), the total mass)."""
+        cdef TreeKin k
+        cdef double tot[13]
+        cdef double R[9]
+        cdef double x[3]
+        cdef double M, gg
+        cdef int f, a, b, n = self.nv
+        if u is None:
+            raise ValueError("u: required")
+        self.kin_prepare(q, u, None, &k)
+        cdef npy_intp dims[3]
+        dims[0], dims[1], dims[2] = self.nf, 6, n
+        J = PyArray_EMPTY(3, dims, NPY_DOUBLE, 0)
+        cdef double* pJ = f64_ptr(J)
+        for f in range(self.nf):
+            self.frame_world(&k, f, R, x)
+            if self.fbody[f] < 0:
+                memset(pJ + 6 * n * f, 0, 6 * n * sizeof(double))
+            else:
+                self.point_jacobian(&k, self.fbody[f], x, ref, R, pJ + 6 * n * f)
+        Gv, V, Jc, AG, h, I = new_f64(3, 0), new_f64(3, 0), new_f64(3, n), new_f64(6, n), new_f64(6, 0), new_f64(6, 6)
+        cdef double* G = f64_ptr(Gv)
+        cdef double* ph = f64_ptr(h)
+        cdef double* pI = f64_ptr(I)
+        cdef double* pA = f64_ptr(AG)
+        cdef double* pc = f64_ptr(Jc)
+        M = self.subtree_sums(&k)
+        self.totals(tot)
+        for a in range(3):
+            G[a] = tot[1 + a] / M if M > 0 else 0.0
+        self.momentum(&k, NULL, G, ph, NULL)
+        for a in range(3):
+            f64_ptr(V)[a] = ph[3 + a] / M if M > 0 else 0.0
+        memset(pA, 0, 6 * n * sizeof(double))
+        self.momentum_matrix(&k, G, pA, n, 6)
+        for a in range(3 * n):                          # J_com: the linear rows of A_G over M
+            pc[a] = pA[3 * n + a] / M if M > 0 else 0.0
+        memset(pI, 0, 36 * sizeof(double))
+        gg = G[0] * G[0] + G[1] * G[1] + G[2] * G[2]
+        for a in range(3):
+            for b in range(3):
+                pI[6 * a + b] = tot[4 + 3 * a + b] - M * ((gg if a == b else 0.0) - G[a] * G[b])
+            pI[6 * (3 + a) + 3 + a] = M
+        Mq = new_f64(n, n)
+        memset(f64_ptr(Mq), 0, n * n * sizeof(double))
+        self.tree_crba(&k, f64_ptr(Mq))
+        return Mq, J, Gv, V, Jc, AG, h, I, M
+
+    def subtree_mass(self, q):
+        """(nb x 4): per body, the mass of its subtree and the subtree's centre of mass."""
         cdef TreeKin k
         cdef const double* s
+        cdef double* o
         cdef int j, a
-        if out.shape[0] != self.nb or out.shape[1] != 4:
-            raise ValueError(f"out: expected a {self.nb} x 4 array")
         self.kin_prepare(q, None, None, &k)
-        self.subtree_sums(&k)
+        out = new_f64(self.nb, 4)
+        o = f64_ptr(out)
+        self.subtree_sums(&k, False)
         for j in range(self.nb):
             s = self.kw + 6 * self.nb + 13 * j
-            out[j, 0] = s[0]
+            o[4 * j] = s[0]
             for a in range(3):
-                out[j, 1 + a] = s[1 + a] / s[0] if s[0] > 0 else 0.0
+                o[4 * j + 1 + a] = s[1 + a] / s[0] if s[0] > 0 else 0.0
         return out
 
     # ================================================================== batches: one compiled loop over states
@@ -748,10 +874,12 @@ cdef class TreeEngine(Engine):
         with nogil:
             for s in range(m):
                 self.tree_kin(&X[s, 0], &X[s, self.nq] if velocity and self.nv else self.zu, &k)
-                M = self.subtree_sums(&k)
+                M = self.subtree_sums(&k, False)
                 self.totals(tot)
                 for c in range(3):
                     out[s, c] = tot[1 + c] / M if M > 0 else 0.0
-                self.momentum(&k, NULL, &out[s, 0], h, NULL)
-                for c in range(3):
-                    out[s, 3 + c] = h[3 + c] / M if M > 0 else 0.0
+                    out[s, 3 + c] = 0.0
+                if velocity:
+                    self.momentum(&k, NULL, &out[s, 0], h, NULL)
+                    for c in range(3):
+                        out[s, 3 + c] = h[3 + c] / M if M > 0 else 0.0

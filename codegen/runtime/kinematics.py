@@ -24,6 +24,7 @@ from ..algorithms.codes import Reference
 
 REFERENCES = {"local": Reference.LOCAL, "world": Reference.WORLD,
               "local_world_aligned": Reference.LOCAL_WORLD_ALIGNED}
+_REF = {k: int(v) for k, v in REFERENCES.items()}
 _VELOCITY, _SPATIAL, _CLASSICAL = 0, 1, 2          # engine's frame_motion(what=...)
 
 
@@ -42,10 +43,11 @@ class Centroidal(NamedTuple):
     A_G: np.ndarray                      # (6, nv): centroidal momentum matrix, h_G = A_G u
     h_G: np.ndarray                      # (6,): (angular k_G [N m s]; linear l [N s])
     I_G: np.ndarray                      # (6, 6): centroidal composite inertia, angular block first
-    h_G_dot: np.ndarray                  # (6,): dh_G/dt at udot (udot None: 0, so that h_G_dot = dA_G/dt u)
+    h_G_dot: Optional[np.ndarray]        # (6,): dh_G/dt at udot (udot None: 0, so h_G_dot = A_G_dot u); None in
+                                         # compute_all_terms
     com: np.ndarray                      # (3,): G [m]
     mass: float                          # [kg]
-    A_G_dot: np.ndarray                  # (6, nv): dA_G/dt along u, h_G_dot = A_G udot + A_G_dot u
+    A_G_dot: Optional[np.ndarray]        # (6, nv): dA_G/dt along u, h_G_dot = A_G udot + A_G_dot u (None: as above)
 
 
 class AllTerms(NamedTuple):
@@ -66,6 +68,9 @@ def _vec(a, n: int, name: str) -> Optional[np.ndarray]:
     if a.size != n:
         raise ValueError(f"{name}: expected {n} values, got {a.size}")
     return a
+
+
+_com, _centroidal = CenterOfMass._make, Centroidal._make       # records from the engine's tuples (no __new__ call)
 
 
 def _rows(a, n: int, name: str) -> np.ndarray:
@@ -116,6 +121,7 @@ class Kinematics:
             add(n, on, pos, rot)
         self.kernel.set_frames(np.array(body, dtype=np.int_), np.array(X, float).reshape(-1, 12))
         self._ftab = (names, {n: k for k, n in enumerate(names)})
+        self._fids = {**self._ftab[1], **{k: k for k in range(len(names))}}     # the calls' fast path
         return self._ftab
 
     @property
@@ -156,8 +162,24 @@ class Kinematics:
                 or np.linalg.det(rot) < 0:
             raise ValueError(f"add_frame {name!r}: pos must be finite and rot a rotation matrix")
         self._user_frames = {**getattr(self, "_user_frames", {}), name: (body, pos, rot)}
-        self._ftab = None
+        self._ftab = self._fids = None
         return self._frame_table()[1][name]
+
+    _fids: Optional[dict] = None        # frame name or index -> index (_frame_table)
+
+    def _f(self, frame) -> int:
+        """The index of a frame (a dict lookup; _frame explains a bad one)."""
+        try:
+            return self._fids[frame]
+        except (KeyError, TypeError):
+            return self._frame(frame)
+
+    @staticmethod
+    def _ref(reference) -> int:
+        try:
+            return _REF[reference]
+        except (KeyError, TypeError):
+            return Kinematics._reference(reference)
 
     def _frame(self, frame) -> int:
         names, index = self._frame_table()
@@ -197,14 +219,8 @@ class Kinematics:
         R : numpy.ndarray, shape (3, 3)
         p : numpy.ndarray, shape (3,) [m]
         """
-        out = self.kernel.frame_placement(self._q(q), self._frame(frame), np.empty(12))
-        return np.asarray(out[:9]).reshape(3, 3), np.asarray(out[9:])
+        return self.kernel.frame_placement(q, self._f(frame))
 
-    def _motion(self, q, u, udot, frame, reference, what):
-        out = np.empty(6)
-        self.kernel.frame_motion(self._q(q), _vec(u, self.nv, "u"), _vec(udot, self.nv, "udot"),
-                                 self._frame(frame), self._reference(reference), what, out)
-        return out
 
     def frame_velocity(self, q, u, frame, reference: str = "local") -> np.ndarray:
         """The frame's spatial velocity (angular; linear) in `reference` (module docstring).
@@ -214,7 +230,7 @@ class Kinematics:
         numpy.ndarray, shape (6,)
             Angular [rad/s], then linear [m/s] velocity of the reference point.
         """
-        return self._motion(q, u, None, frame, reference, _VELOCITY)
+        return self.kernel.frame_motion(q, u, None, self._f(frame), self._ref(reference), _VELOCITY)
 
     def frame_acceleration(self, q, u, udot, frame, reference: str = "local") -> np.ndarray:
         """The frame's spatial acceleration (angular; linear), d/dt of its spatial velocity, in `reference`.
@@ -227,7 +243,7 @@ class Kinematics:
         numpy.ndarray, shape (6,)
             [rad/s^2], [m/s^2].
         """
-        return self._motion(q, u, udot, frame, reference, _SPATIAL)
+        return self.kernel.frame_motion(q, u, udot, self._f(frame), self._ref(reference), _SPATIAL)
 
     def frame_classical_acceleration(self, q, u, udot, frame, reference: str = "local") -> np.ndarray:
         """Angular and classical acceleration of the body point at the reference point.
@@ -240,9 +256,9 @@ class Kinematics:
         numpy.ndarray, shape (6,)
             [rad/s^2], [m/s^2].
         """
-        return self._motion(q, u, udot, frame, reference, _CLASSICAL)
+        return self.kernel.frame_motion(q, u, udot, self._f(frame), self._ref(reference), _CLASSICAL)
 
-    def frame_jacobian(self, q, frame, reference: str = "local", point=None) -> np.ndarray:
+    def frame_jacobian(self, q, frame, reference: str = "local", point=None, out=None) -> np.ndarray:
         """J with frame_velocity(q, u, frame, reference) = J u: the frame's Jacobian (6 x nv, angular rows first).
 
         Parameters
@@ -250,26 +266,19 @@ class Kinematics:
         point : array_like, shape (3,), optional
             The Jacobian of this point instead (frame axes, from the frame's origin; a point of a body: its body
             frame and the point in body coordinates), its linear rows the point's velocity.
+        out : numpy.ndarray, shape (6, nv), optional
+            Written in place (C-contiguous float64) and returned.
         """
-        out = np.empty((6, self.nv))
-        pt = _vec(point, 3, "point")
-        self.kernel.frame_jacobian(self._q(q), self._frame(frame), self._reference(reference), pt, out)
-        return out
+        return self.kernel.frame_jacobian(q, self._f(frame), self._ref(reference), point, out)
 
-    def frame_jacobian_dot(self, q, u, frame, reference: str = "local", point=None) -> np.ndarray:
+    def frame_jacobian_dot(self, q, u, frame, reference: str = "local", point=None, out=None) -> np.ndarray:
         """dJ/dt along u of frame_jacobian(q, frame, reference, point) (6 x nv).
 
         The time derivative of the Jacobian in that reference, so that with udot the frame's spatial
         acceleration (frame_acceleration; "local_world_aligned": the classical acceleration of its origin,
         frame_classical_acceleration) is J udot + dJ/dt u. Computing dJ/dt u this way costs a matrix; the
         accelerations at udot = 0 give it directly."""
-        out = np.empty((6, self.nv))
-        u = _vec(u, self.nv, "u")
-        if u is None:
-            raise ValueError("frame_jacobian_dot: u is required")
-        self.kernel.frame_jacobian_dot(self._q(q), u, self._frame(frame), self._reference(reference),
-                                       _vec(point, 3, "point"), out)
-        return out
+        return self.kernel.frame_jacobian_dot(q, u, self._f(frame), self._ref(reference), point, out)
 
     # ---------------------------------------------------------------- batches: one compiled loop over states
     def _frames(self, frames):
@@ -343,15 +352,11 @@ class Kinematics:
     # ---------------------------------------------------------------- whole body
     def center_of_mass(self, q, u=None, udot=None) -> CenterOfMass:
         """The centre of mass, its velocity and acceleration (world frame) and the total mass."""
-        out = np.empty(9)
-        M = self.kernel.center_of_mass(self._q(q), _vec(u, self.nv, "u"), _vec(udot, self.nv, "udot"), out)
-        return CenterOfMass(out[:3], out[3:6], out[6:], float(M))
+        return _com(self.kernel.center_of_mass(q, u, udot))
 
-    def com_jacobian(self, q) -> np.ndarray:
-        """J_com (3 x nv): the centre of mass velocity is J_com u."""
-        out = np.empty((3, self.nv))
-        self.kernel.com_jacobian(self._q(q), out)
-        return out
+    def com_jacobian(self, q, out=None) -> np.ndarray:
+        """J_com (3 x nv): the centre of mass velocity is J_com u (into `out` when given)."""
+        return self.kernel.com_jacobian(q, out)
 
     def centroidal(self, q, u, udot=None) -> Centroidal:
         """The centroidal momentum matrix A_G, its rate, the momentum h_G = A_G u, inertia I_G and rate dh_G/dt.
@@ -362,13 +367,8 @@ class Kinematics:
             With udot None, h_G_dot = A_G_dot u (pinocchio's ccrba, dccrba and
             computeCentroidalMomentumTimeVariation in one call).
         """
-        A, Ad, out = np.empty((6, self.nv)), np.empty((6, self.nv)), np.empty(51)
-        u = _vec(u, self.nv, "u")
-        if u is None:
-            raise ValueError("centroidal: u is required (zeros for a state at rest)")
-        ud = _vec(udot, self.nv, "udot")
-        M = self.kernel.centroidal(self._q(q), u, np.zeros(self.nv) if ud is None else ud, A, out, Ad)
-        return Centroidal(A, out[3:9], out[15:].reshape(6, 6), out[9:15], out[:3], float(M), Ad)
+        A, Ad, h, hd, I, G, M = self.kernel.centroidal(q, u, udot)
+        return _centroidal((A, h, I, hd, G, M, Ad))
 
     def subtree_mass(self, q):
         """Per body, the mass [kg] and centre of mass [m] of the subtree it carries (MuJoCo's subtree_com).
@@ -378,8 +378,7 @@ class Kinematics:
         mass : numpy.ndarray, shape (nb,)
         com : numpy.ndarray, shape (nb, 3)
         """
-        out = np.empty((self.plan.nb, 4))
-        self.kernel.subtree_mass(self._q(q), out)
+        out = self.kernel.subtree_mass(q)
         nb = len(self.body_names)
         return out[:nb, 0].copy(), out[:nb, 1:].copy()
 
@@ -387,12 +386,9 @@ class Kinematics:
         """Everything a whole-body controller reads each step at (q, u) (AllTerms).
 
         M, the nonlinear effects, every frame's Jacobian, the centre of mass and its Jacobian, and the centroidal
-        quantities (pinocchio's computeAllTerms; TSID reads these each control step)."""
-        q, u = self._q(q), _vec(u, self.nv, "u")
-        ref = self._reference(reference)
-        names = self._frame_table()[0]
-        J = np.empty((len(names), 6, self.nv))
-        for f in range(len(names)):
-            self.kernel.frame_jacobian(q, f, ref, None, J[f])
-        return AllTerms(self.mass_matrix(q), np.asarray(self.inverse_dynamics(q, u, np.zeros(self.nv), 0.0)), J,
-                        self.center_of_mass(q, u), self.com_jacobian(q), self.centroidal(q, u))
+        quantities (pinocchio's computeAllTerms; TSID reads these each control step): M (the engine's CRBA), the
+        frames and whole-body terms from one kinematics pass, the nonlinear effects from the model's RNEA. As computeAllTerms, no rates: the centroidal record's h_G_dot and A_G_dot
+        are None (centroidal() has them)."""
+        Mq, J, G, V, Jc, AG, h, I, M = self.kernel.all_terms(q, u, self._ref(reference))
+        return AllTerms(Mq, self.inverse_dynamics(q, u, np.zeros(self.nv), 0.0), J, CenterOfMass(G, V, np.zeros(3), M),
+                        Jc, Centroidal(AG, h, I, None, G, M, None))

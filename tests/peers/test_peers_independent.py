@@ -367,7 +367,7 @@ def test_kinematics_vs_pinocchio(case):
     states = [(*pf.random_state(d, s.model.coord_names, rng), rng.normal(scale=2.0, size=s.nv)) for _ in range(4)]
     worst = compare(s, peer, frames, states)
     bad = {k: v for k, v in worst.items() if not v < TOL}
-    assert not bad and len(worst) == 27, f"{_id(case)}: errors vs pinocchio: {bad}"
+    assert not bad and len(worst) == 28, f"{_id(case)}: errors vs pinocchio: {bad}"
 
 
 @pytest.mark.parametrize("name", ["fixed", "floating"])
@@ -423,6 +423,22 @@ def test_kinematics_batches_equal_the_single_state_calls():
         s.frame_placement_batch(Q[:, :-1], names[0])
     with pytest.raises(ValueError, match="Q, U"):
         s.frame_velocity_batch(Q, U[:2], names[0])
+
+
+def test_mass_matrix_by_the_engines_crba_equals_rnea_columns():
+    """The engine's CRBA on the tree kinematics (mass_matrix of every tree kernel without its own, compute_all_terms)
+    equals M built column by column from the model's own inverse dynamics, on every joint type, fixed and floating,
+    and on MJCF files whose joints carry armature (on the diagonal)."""
+    from support.systems import ROOT, get_system
+    systems = [system_for(pf.without_forces(MODELS[n]), "recursive", {}) for n in ("fixed", "floating")]
+    for f in ("actuated_arm.xml", "free_tree.xml"):
+        systems.append(get_system(codegen.load_model(str(ROOT / "tests" / "model" / "mjcf" / f))))
+    assert any(np.any(s.model.armature) for s in systems)
+    rng = np.random.default_rng(5)
+    for s in systems:
+        q = s.model.initial_state()[0] + rng.normal(scale=0.5, size=s.nq)
+        M = s.mass_matrix(q)
+        assert rel_err(M, s._mass_matrix_by_rnea(q)) < TOL and rel_err(M, s.kernel.tree_mass_matrix(q)) == 0.0
 
 
 def test_kinematics_point_jacobian_and_input_checks():

@@ -31,9 +31,7 @@ def compare(s, peer, frames, states, worst=None):
     pm, pd = peer.model, peer.data
 
     def rec(key, a, b):
-        b = np.asarray(b)
-        e = float(np.max(np.abs(np.asarray(a) - b)) / max(1.0, float(np.max(np.abs(b)))))
-        worst[key] = max(worst.get(key, 0.0), e)
+        worst[key] = max(worst.get(key, 0.0), rel_err(a, b))
 
     exact = np.ones(s.nv, bool)                  # columns whose pinocchio rate is dJ/dt (module docstring)
     for t, _, iv, _, _ in peer.layout:
@@ -84,4 +82,21 @@ def compare(s, peer, frames, states, worst=None):
         rec("I_G", cen.I_G, np.block([[Ig[3:, 3:], Ig[3:, :3]], [Ig[:3, 3:], Ig[:3, :3]]]))
         rec("h_G rate", cen.h_G_dot, ours(pd.dhg.vector))
         rec("mass", com.mass, pd.mass[0])
+        pin.computeAllTerms(pm, pd, qp, v)              # computeAllTerms: every term from one state
+        pin.updateFramePlacements(pm, pd)
+        allt = s.compute_all_terms(q, u, "local_world_aligned")
+        M = np.triu(pd.M) + np.triu(pd.M, 1).T
+        e = [rel_err(allt.M, T.T @ M @ T), rel_err(allt.nle, peer.rnea(q, u, np.zeros(s.nv))),
+             rel_err(allt.com.position, pd.com[0]), rel_err(allt.com.velocity, pd.vcom[0]),
+             rel_err(allt.J_com, pd.Jcom @ T), rel_err(allt.centroidal.A_G, ours(pd.Ag) @ T),
+             rel_err(allt.centroidal.h_G, ours(pd.hg.vector))]
+        for name, fid in frames.items():
+            e.append(rel_err(allt.J[s.frames.index(name)],
+                             ours(pin.getFrameJacobian(pm, pd, fid, pin.LOCAL_WORLD_ALIGNED) @ T)))
+        worst["compute_all_terms"] = max(worst.get("compute_all_terms", 0.0), *e)
     return worst
+
+
+def rel_err(a, b) -> float:
+    b = np.asarray(b)
+    return float(np.max(np.abs(np.asarray(a) - b)) / max(1.0, float(np.max(np.abs(b)))))

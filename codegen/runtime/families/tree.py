@@ -353,6 +353,8 @@ class TreeSystem(Kinematics, System):
         out = (q, u, A, B) if sensitivities else (q, u)
         return out + (acts,) if return_act else out
 
+    _mm_rows = None                     # mass_matrix's batch rows (Q, U = 0, UD = [0; I])
+
     def mass_matrix(self, q) -> np.ndarray:
         """Joint-space mass matrix (dense algorithm: CRBA; otherwise column by column from RNEA).
 
@@ -369,14 +371,24 @@ class TreeSystem(Kinematics, System):
         q = np.ascontiguousarray(q, dtype=float).reshape(-1)
         if hasattr(self.kernel, "mass_matrix"):
             return self.kernel.mass_matrix(q)
-        u = np.zeros(self.nv)
+        if self.kind == "tree":         # the engine's CRBA on the tree kinematics (armature included)
+            return self.kernel.tree_mass_matrix(q)
+        return self._mass_matrix_by_rnea(q)
+
+    def _mass_matrix_by_rnea(self, q) -> np.ndarray:
+        """M column by column from inverse dynamics (any kernel that has it): tau(e_k) - tau(0) at u = 0."""
+        n = self.nv                     # column by column: one compiled batch of RNEAs, udot = 0 and e_k
+        if self._mm_rows is None or self._mm_rows[0].shape != (n + 1, self.nq):
+            self._mm_rows = (np.empty((n + 1, self.nq)), np.zeros((n + 1, n)), np.vstack([np.zeros(n), np.eye(n)]))
+        Q, U, UD = self._mm_rows
+        Q[:] = q
         hook, self.model.tau_hook = self.model.tau_hook, None
         self.kernel.set_hook(None)
         try:
-            bias = self.kernel.inverse_dynamics(q, u, np.zeros(self.nv), 0.0)
-            M = np.column_stack([self.kernel.inverse_dynamics(q, u, e, 0.0) - bias for e in np.eye(self.nv)])
+            tau = self.kernel.inverse_dynamics_batch(Q, U, UD, 0.0, None, 1, False)
         finally:
             self.set_hook(hook)
+        M = (tau[1:] - tau[0]).T
         return 0.5 * (M + M.T)
 
     def qdot(self, q, u) -> np.ndarray:
