@@ -21,6 +21,8 @@ at random states (1e-9), then times, through Python, with the batches of every r
   mass_matrix(q)                                crba(q)
   compute_all_terms(q, u)                       computeAllTerms(q, v)
 
+pinocchio's calls include reading the numbers ours return (``oMf.rotation`` and ``.translation``, ``.vector`` of a
+Motion, ``data.Ag``, ``data.hg``, ``data.Ig`` after dccrba, the fields of computeAllTerms), as its user does;
 and our batches per row (frame_placement_batch, frame_jacobian_batch, center_of_mass_batch over 1000 rows: one
 compiled loop). pinocchio's own compiled loops (C++) are not timed here: this machine has pinocchio's Python
 package, and its per-call numbers include its boost.python call (about 1 µs), as ours include Cython's.
@@ -56,6 +58,10 @@ ROWS = 1000
 
 def log(*a):
     print(*a, flush=True)
+
+
+def _se3(M):
+    return M.rotation, M.translation
 
 
 def chain_urdf(n: int) -> str:
@@ -108,12 +114,14 @@ def bench_robot(name, path, floating, args, cfg) -> dict:
     LWA = pin.LOCAL_WORLD_ALIGNED
     pairs = {
         "frame placement": (lambda: s.frame_placement(q, f),
-                            lambda: (pin.forwardKinematics(pm, pd, qp), pin.updateFramePlacement(pm, pd, fid))),
+                            lambda: _se3(pin.forwardKinematics(pm, pd, qp) or pin.updateFramePlacement(pm, pd, fid))),
         "frame velocity": (lambda: s.frame_velocity(q, u, f),
-                           lambda: (pin.forwardKinematics(pm, pd, qp, v), pin.getFrameVelocity(pm, pd, fid, pin.LOCAL))),
+                           lambda: (pin.forwardKinematics(pm, pd, qp, v),
+                                    pin.getFrameVelocity(pm, pd, fid, pin.LOCAL).vector)),
         "classical acceleration": (
             lambda: s.frame_classical_acceleration(q, u, ud, f, "local_world_aligned"),
-            lambda: (pin.forwardKinematics(pm, pd, qp, v, a), pin.getFrameClassicalAcceleration(pm, pd, fid, LWA))),
+            lambda: (pin.forwardKinematics(pm, pd, qp, v, a),
+                     pin.getFrameClassicalAcceleration(pm, pd, fid, LWA).vector)),
         "frame jacobian": (lambda: s.frame_jacobian(q, f, "local_world_aligned"),
                            lambda: pin.computeFrameJacobian(pm, pd, qp, fid, LWA)),
         "jacobian rate": (lambda: s.frame_jacobian_dot(q, u, f, "local_world_aligned"),
@@ -121,9 +129,12 @@ def bench_robot(name, path, floating, args, cfg) -> dict:
                                    pin.getFrameJacobianTimeVariation(pm, pd, fid, LWA))),
         "centre of mass": (lambda: s.center_of_mass(q), lambda: pin.centerOfMass(pm, pd, qp)),
         "com jacobian": (lambda: s.com_jacobian(q), lambda: pin.jacobianCenterOfMass(pm, pd, qp)),
-        "centroidal (A_G, rate, h_G, I_G)": (lambda: s.centroidal(q, u), lambda: pin.dccrba(pm, pd, qp, v)),
+        "centroidal (A_G, rate, h_G, I_G)": (lambda: s.centroidal(q, u),
+                                             lambda: (pin.dccrba(pm, pd, qp, v), pd.Ag, pd.hg.vector, pd.Ig.matrix())),
         "mass matrix": (lambda: s.mass_matrix(q), lambda: pin.crba(pm, pd, qp)),
-        "compute_all_terms": (lambda: s.compute_all_terms(q, u), lambda: pin.computeAllTerms(pm, pd, qp, v)),
+        "compute_all_terms": (lambda: s.compute_all_terms(q, u),
+                              lambda: (pin.computeAllTerms(pm, pd, qp, v), pd.M, pd.nle, pd.J, pd.com[0], pd.vcom[0],
+                                       pd.Jcom, pd.Ag, pd.hg.vector, pd.Ig.matrix())),
     }
     runners = {}
     for k, (ours, theirs) in pairs.items():

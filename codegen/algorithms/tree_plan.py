@@ -431,7 +431,7 @@ def template_vars(plan: Plan, work_size: int, lean: frozenset = frozenset()) -> 
                 body=body_kernels(kinds, lean=frozenset(lean)), kin_lean=frozenset(lean),
                 hcols=[0 if t in lean else 1 for t in plan.types],
                 kcarry=[m for _, k in sorted(dict(ck for s in plan.segments for ck in s.kinds).items())
-                        for m in (tuple(column_carriers(k.name)) + (0,) * 6)[:6]],
+                        for spatial in (False, True) for m in (tuple(column_carriers(k.name, spatial)) + (0,) * 6)[:6]],
                 point_forces=any(f.kind == "point" for f in plan.forces), loops=False, nb=plan.nb, nq=plan.nq, nv=plan.nv, np=plan.np,
                 npb=NP_BODY, body_params=BODY_PARAMS, p_bodies=P_BODIES, roadmap=plan.roadmap(),
                 parm=plan.arm_off, actuators=plan.actuators, npa=NPA, nu=len(plan.actuators), na=plan.na,

@@ -74,11 +74,13 @@ cdef class TreeEngine(Engine):
                                     #     columns [0; A_j] (codegen.symbolic.body_kernels.body_axes_ball)
     cdef int* hcarry                # NB x 6: per column, the columns whose rotation carries it (a bit mask;
                                     #     codegen.symbolic.joints.column_carriers): the rates of the columns
+    cdef int* scarry                # NB x 6: the same as spatial motions (column_carriers(spatial=True))
     cdef int nf                     # frames (set_frames)
     cdef int* fbody                 # NF: the body a frame is fixed on (-1: ground)
     cdef double* fX                 # NF x 12: its rotation (9, row major) and origin (3) in that body's frame
     cdef double* kw                 # workspace: body accelerations (6 NB), subtree sums (13 NB), their rates (12 NB)
     cdef double* zu                 # NV zeros (a state at rest)
+    cdef double* kwv                # workspace: per velocity k, W_k (6): the velocity derivatives' bases
 
     cdef int init_tree(self, int nb, const int* parent, const int* iv, const int* nvj, const int* hcols,
                        const int* jt, const int* kcarry) except -1
@@ -96,6 +98,7 @@ cdef class TreeEngine(Engine):
                           double* hvd, double* hwd) noexcept nogil
     cdef void point_jacobian_dot(self, const TreeKin* k, const double* u, int b, const double* x, const double* xd,
                                  int ref, const double* R, const double* wf, double* Jd) noexcept nogil
+    cdef void velocity_bases(self, const TreeKin* k, const double* u) noexcept nogil
     cdef double subtree_sums(self, const TreeKin* k, bint inertia=*) noexcept nogil
     cdef void subtree_rates(self, const TreeKin* k) noexcept nogil
     cdef void totals(self, double* out) noexcept nogil

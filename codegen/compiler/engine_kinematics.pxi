@@ -70,6 +70,31 @@ cdef inline void kx_shift(int ref, const double* R, const double* x, const doubl
         kx_cross_add(x, ang, out + 3)
 
 
+cdef inline void kx_spatial(const TreeKin* k, const int* hcols, int j, int c, double* S) noexcept nogil:
+    """S = (hw; vO): joint column c of body j as a world spatial motion at the world origin, vO = hv + r_j x hw."""
+    kx_column(k, hcols, j, c, S + 3, S)
+    kx_cross_add(k.r + 3 * j, S, S + 3)
+
+
+cdef inline void kx_body_velocity(const TreeKin* k, int b, double* V) noexcept nogil:
+    """V = (w_b; vr_b - w_b x r_b): body b's world spatial velocity at the world origin (0 for the ground)."""
+    cdef int a
+    if b < 0:
+        memset(V, 0, 6 * sizeof(double))
+        return
+    for a in range(3):
+        V[a] = k.w[3 * b + a]
+        V[3 + a] = k.vr[3 * b + a]
+    kx_cross_add(k.r + 3 * b, V, V + 3)
+
+
+cdef inline void kx_cross_motion(const double* a, const double* b, double* c) noexcept nogil:
+    """c = a x b for spatial motions (ang; lin at the world origin): (a_w x b_w; a_w x b_v + a_v x b_w)."""
+    kx_cross(a, b, c)
+    kx_cross(a, b + 3, c + 3)
+    kx_cross_add(a + 3, b, c + 3)
+
+
 cdef inline void kx_body_mass(const TreeKin* k, int j, double* m, double* rc, double* Iw) noexcept nogil:
     """Mass, world centroid rc = r + A rho and world central inertia Iw = A (I_r - m (|rho|^2 1 - rho rho^T)) A^T
     of body j (parallel axis theorem; rho = h / m, 0 for a massless body)."""
@@ -104,18 +129,18 @@ cdef class TreeEngine(Engine):
     """Frames, Jacobians, the centre of mass and centroidal momentum of every rigid tree (see engine.pxd)."""
 
     def __cinit__(self):
-        self.parent = self.iv = self.nvj = self.hcols = self.hcarry = self.fbody = NULL
-        self.fX = self.kw = self.zu = NULL
+        self.parent = self.iv = self.nvj = self.hcols = self.hcarry = self.scarry = self.fbody = NULL
+        self.fX = self.kw = self.zu = self.kwv = NULL
         self.nf = 0
 
     def __dealloc__(self):
-        free(self.parent); free(self.iv); free(self.nvj); free(self.hcols); free(self.hcarry); free(self.fbody)
-        free(self.fX); free(self.kw); free(self.zu)
+        free(self.parent); free(self.iv); free(self.nvj); free(self.hcols); free(self.hcarry); free(self.scarry); free(self.fbody)
+        free(self.fX); free(self.kw); free(self.zu); free(self.kwv)
 
     cdef int init_tree(self, int nb, const int* parent, const int* iv, const int* nvj, const int* hcols,
                        const int* jt, const int* kcarry) except -1:
         """The tree's topology, from its module's __cinit__ (copied; after init_engine); jt: each body's joint kind
-        code, kcarry: per kind its columns' carrier masks (6 each)."""
+        code, kcarry: per kind its columns' carrier masks, then their spatial ones (6 each)."""
         cdef int j, c
         self.nb = nb
         self.parent = <int*> calloc(nb + 1, sizeof(int))
@@ -123,9 +148,11 @@ cdef class TreeEngine(Engine):
         self.nvj = <int*> calloc(nb + 1, sizeof(int))
         self.hcols = <int*> calloc(nb + 1, sizeof(int))
         self.hcarry = <int*> calloc(6 * nb + 1, sizeof(int))
+        self.scarry = <int*> calloc(6 * nb + 1, sizeof(int))
         self.kw = <double*> calloc(31 * nb + 1, sizeof(double))
         self.zu = <double*> calloc(self.nv + 1, sizeof(double))
-        if not (self.parent and self.iv and self.nvj and self.hcols and self.hcarry and self.kw and self.zu):
+        self.kwv = <double*> calloc(6 * self.nv + 1, sizeof(double))
+        if not (self.parent and self.iv and self.nvj and self.hcols and self.hcarry and self.scarry and self.kw and self.zu and self.kwv):
             raise MemoryError()
         memcpy(self.parent, parent, nb * sizeof(int))
         memcpy(self.iv, iv, nb * sizeof(int))
@@ -133,7 +160,8 @@ cdef class TreeEngine(Engine):
         memcpy(self.hcols, hcols, nb * sizeof(int))
         for j in range(nb):
             for c in range(6):
-                self.hcarry[6 * j + c] = kcarry[6 * jt[j] + c]
+                self.hcarry[6 * j + c] = kcarry[12 * jt[j] + c]
+                self.scarry[6 * j + c] = kcarry[12 * jt[j] + 6 + c]
         return 0
 
     # ================================================================== the model's (overridden by its module)
@@ -272,6 +300,27 @@ cdef class TreeEngine(Engine):
                     Jd[a * n + col] = hwd[a]
                     Jd[(3 + a) * n + col] = lin[a]
             j = self.parent[j]
+
+    # ================================================================== velocity derivatives
+    cdef void velocity_bases(self, const TreeKin* k, const double* u) noexcept nogil:
+        """kwv (nv x 6): per velocity k (column c of body j), W_k = V_j - A_k, A_k = the sum of S_c' u_c' over the
+        columns c' of j that column c carries as spatial motions (scarry). Moving the coordinates along S_k (d/de_k, tangent)
+        carries the bodies below j and those columns rigidly: a body b below j has dV_b/de_k = S_k x (V_b - W_k)
+        (the velocity its own joint columns below k give it; Featherstone 2008, eq 2.29: dS/de = S_k x S)."""
+        cdef double Vj[6]
+        cdef double S[6]
+        cdef double* W
+        cdef int j, c, c2, a
+        for j in range(self.nb):
+            kx_body_velocity(k, j, Vj)
+            for c in range(self.nvj[j]):
+                W = self.kwv + 6 * (self.iv[j] + c)
+                memcpy(W, Vj, 6 * sizeof(double))
+                for c2 in range(self.nvj[j]):
+                    if self.scarry[6 * j + c2] >> c & 1:
+                        kx_spatial(k, self.hcols, j, c2, S)
+                        for a in range(6):
+                            W[a] -= S[a] * u[self.iv[j] + c2]
 
     # ================================================================== centre of mass and centroidal momentum
     cdef double subtree_sums(self, const TreeKin* k, bint inertia=True) noexcept nogil:
@@ -605,6 +654,108 @@ cdef class TreeEngine(Engine):
                                     w, f64_ptr(out))
         return out
 
+    def frame_velocity_dq(self, q, u, int f, int ref, out=None):
+        """(6 x nv): d(frame_velocity(q, u, f, ref))/dq in tangent coordinates (q moved along each velocity
+        column: velocity_bases). World: D_k = S_k x (V_b - W_k); at the frame's origin x (moving at
+        dx = S_k's velocity there): d(v_O + w x x) = D_v + D_w x x + w x dx; local: R^T (d - w_k x (w; v_x))."""
+        cdef TreeKin k
+        cdef double R[9]
+        cdef double x[3]
+        cdef double V[6]
+        cdef double S[6]
+        cdef double D[6]
+        cdef double T[6]
+        cdef double L[6]
+        cdef double dx[3]
+        cdef int b, j, c, a, col, n = self.nv
+        self.frame_index(f)
+        if u is None:
+            raise ValueError("u: required")
+        u = arg_f64(u, n, "u")
+        self.kin_prepare(q, u, None, &k)
+        out = out_f64(out, 6, n, "out")
+        cdef double* o = f64_ptr(out)
+        memset(o, 0, 6 * n * sizeof(double))
+        b = self.fbody[f]
+        if b < 0:
+            return out
+        self.frame_world(&k, f, R, x)
+        self.velocity_bases(&k, f64_ptr(u) if n else self.zu)
+        kx_body_velocity(&k, b, V)
+        L[0], L[1], L[2] = V[0], V[1], V[2]             # (w; v_x): the velocity at x, world axes
+        L[3], L[4], L[5] = V[3], V[4], V[5]
+        kx_cross_add(V, x, L + 3)
+        j = b
+        while j >= 0:
+            for c in range(self.nvj[j]):
+                col = self.iv[j] + c
+                kx_spatial(&k, self.hcols, j, c, S)
+                for a in range(6):
+                    T[a] = V[a] - self.kwv[6 * col + a]
+                kx_cross_motion(S, T, D)
+                if ref != REF_WORLD:
+                    dx[0], dx[1], dx[2] = S[3], S[4], S[5]
+                    kx_cross_add(S, x, dx)
+                    kx_cross_add(D, x, D + 3)
+                    kx_cross_add(V, dx, D + 3)
+                    if ref == REF_LOCAL:
+                        kx_cross_add(L, S, D)           # - w_k x w
+                        kx_cross_add(L + 3, S, D + 3)   # - w_k x v_x
+                        kx_mtv(R, D, T)
+                        kx_mtv(R, D + 3, T + 3)
+                        memcpy(D, T, 6 * sizeof(double))
+                for a in range(6):
+                    o[a * n + col] = D[a]
+            j = self.parent[j]
+        return out
+
+    def com_velocity_dq(self, q, u, out=None):
+        """(3 x nv): d(centre of mass velocity)/dq in tangent coordinates: per body b and velocity k above it,
+        with D = S_k x (V_b - W_k): d(m v_c) = m (D_v + D_w x c + w_b x dc), dc = S_k's velocity at c, over M."""
+        cdef TreeKin k
+        cdef double V[6]
+        cdef double S[6]
+        cdef double T[6]
+        cdef double D[6]
+        cdef double dc[3]
+        cdef double rc[3]
+        cdef double Iw[9]
+        cdef double m, M = 0.0
+        cdef int b, j, c, a, col, n = self.nv
+        if u is None:
+            raise ValueError("u: required")
+        u = arg_f64(u, n, "u")
+        self.kin_prepare(q, u, None, &k)
+        out = out_f64(out, 3, n, "out")
+        cdef double* o = f64_ptr(out)
+        memset(o, 0, 3 * n * sizeof(double))
+        self.velocity_bases(&k, f64_ptr(u) if n else self.zu)
+        for b in range(self.nb):
+            kx_body_mass(&k, b, &m, rc, Iw)
+            M += m
+            if m == 0.0:
+                continue
+            kx_body_velocity(&k, b, V)
+            j = b
+            while j >= 0:
+                for c in range(self.nvj[j]):
+                    col = self.iv[j] + c
+                    kx_spatial(&k, self.hcols, j, c, S)
+                    for a in range(6):
+                        T[a] = V[a] - self.kwv[6 * col + a]
+                    kx_cross_motion(S, T, D)
+                    dc[0], dc[1], dc[2] = S[3], S[4], S[5]
+                    kx_cross_add(S, rc, dc)
+                    kx_cross_add(D, rc, D + 3)
+                    kx_cross_add(V, dc, D + 3)
+                    for a in range(3):
+                        o[a * n + col] += m * D[3 + a]
+                j = self.parent[j]
+        if M > 0:
+            for a in range(3 * n):
+                o[a] /= M
+        return out
+
     def center_of_mass(self, q, u, ud):
         """(G, its velocity, its acceleration (3 each; u, ud None: 0), the total mass)."""
         cdef TreeKin k
@@ -649,44 +800,55 @@ cdef class TreeEngine(Engine):
                 o[a] /= M
         return out
 
-    def centroidal(self, q, u, ud, bint rate=True):
-        """(A_G (6 x nv), dA_G/dt along u (6 x nv; rate False: None), h_G = (k_G; l) (6), its rate (6; ud None:
-        A_G_dot u), I_G (6 x 6, angular block first), G (3), the total mass)."""
+    def centroidal(self, q, u, ud):
+        """(A_G (6 x nv), dA_G/dt along u (6 x nv), h_G = A_G u = (k_G; l) (6), its rate A_G ud + dA_G/dt u (6;
+        ud None: 0), I_G (6 x 6, angular block first), G (3), the total mass): one kinematics pass, no
+        accelerations."""
         cdef TreeKin k
         cdef double tot[13]
         cdef double Gd[3]
-        cdef double M, gg
-        cdef int a, b, j
+        cdef double M, gg, x, y
+        cdef int a, b, j, n = self.nv
         if u is None:
             raise ValueError("u: required (zeros for a state at rest)")
-        u = arg_f64(u, self.nv, "u")
-        self.kin_prepare(q, u, ud if ud is not None else self.zeros_v(), &k)
-        AG, h, hd, I, Gv = new_f64(6, self.nv), new_f64(6, 0), new_f64(6, 0), new_f64(6, 6), new_f64(3, 0)
+        u = arg_f64(u, n, "u")
+        cdef const double* pud = NULL
+        if ud is not None:
+            ud = arg_f64(ud, n, "udot")
+            pud = f64_ptr(ud)
+        self.kin_prepare(q, u, None, &k)
+        AG, AGd, h, hd, I, Gv = new_f64(6, n), new_f64(6, n), new_f64(6, 0), new_f64(6, 0), new_f64(6, 6), new_f64(3, 0)
         cdef double* G = f64_ptr(Gv)
         cdef double* pI = f64_ptr(I)
+        cdef double* pA = f64_ptr(AG)
+        cdef double* pAd = f64_ptr(AGd)
+        cdef const double* pu = f64_ptr(u) if n else self.zu
         M = self.subtree_sums(&k)
         self.totals(tot)
         for a in range(3):
             G[a] = tot[1 + a] / M if M > 0 else 0.0
-        self.momentum(&k, self.kw, G, f64_ptr(h), f64_ptr(hd))
         memset(pI, 0, 36 * sizeof(double))
         gg = G[0] * G[0] + G[1] * G[1] + G[2] * G[2]
         for a in range(3):                              # K about G: K_O - M (|G|^2 1 - G G^T); M 1
             for b in range(3):
                 pI[6 * a + b] = tot[4 + 3 * a + b] - M * ((gg if a == b else 0.0) - G[a] * G[b])
             pI[6 * (3 + a) + 3 + a] = M
-        memset(f64_ptr(AG), 0, 6 * self.nv * sizeof(double))
-        self.momentum_matrix(&k, G, f64_ptr(AG), self.nv, 6)
-        if not rate:
-            return AG, None, h, hd, I, Gv, M
-        AGd = new_f64(6, self.nv)
+        memset(pA, 0, 6 * n * sizeof(double))
+        self.momentum_matrix(&k, G, pA, n, 6)
         self.subtree_rates(&k)
         memset(Gd, 0, 3 * sizeof(double))
         for j in range(self.nb):
             if self.parent[j] < 0:
                 for a in range(3):
                     Gd[a] += self.kw[19 * self.nb + 12 * j + a] / M if M > 0 else 0.0
-        self.momentum_matrix_dot(&k, f64_ptr(u) if self.nv else self.zu, G, Gd, f64_ptr(AGd))
+        self.momentum_matrix_dot(&k, pu, G, Gd, pAd)
+        for a in range(6):                              # h_G = A_G u, its rate A_G ud + dA_G/dt u
+            x = y = 0.0
+            for b in range(n):
+                x += pA[a * n + b] * pu[b]
+                y += pAd[a * n + b] * pu[b] + (pA[a * n + b] * pud[b] if pud != NULL else 0.0)
+            f64_ptr(h)[a] = x
+            f64_ptr(hd)[a] = y
         return AG, AGd, h, hd, I, Gv, M
 
     cdef void tree_crba(self, const TreeKin* k, double* Mq) noexcept nogil:

@@ -280,6 +280,25 @@ class Kinematics:
         accelerations at udot = 0 give it directly."""
         return self.kernel.frame_jacobian_dot(q, u, self._f(frame), self._ref(reference), point, out)
 
+    # ---------------------------------------------------------------- derivatives
+    def frame_velocity_derivatives(self, q, u, frame, reference: str = "local"):
+        """The derivatives of frame_velocity(q, u, frame, reference) with respect to q and u.
+
+        Returns
+        -------
+        dv_dq : numpy.ndarray, shape (6, nv)
+            In tangent coordinates, as the dynamics derivatives: column k moves q along velocity k (a quaternion
+            rotated in its body's frame), pinocchio's getFrameVelocityDerivatives in our velocities.
+        dv_du : numpy.ndarray, shape (6, nv)
+            The frame's Jacobian in that reference.
+        """
+        f, r = self._f(frame), self._ref(reference)
+        return self.kernel.frame_velocity_dq(q, u, f, r), self.kernel.frame_jacobian(q, f, r, None, None)
+
+    def com_velocity_derivatives(self, q, u):
+        """The derivatives of the centre of mass velocity: (dv_G/dq (3 x nv, tangent coordinates), J_com)."""
+        return self.kernel.com_velocity_dq(q, u), self.kernel.com_jacobian(q)
+
     # ---------------------------------------------------------------- batches: one compiled loop over states
     def _frames(self, frames):
         one = isinstance(frames, (str, int, np.integer))

@@ -217,20 +217,26 @@ def joint_model(jtype: str) -> JointModel:
 # ------------------------------------------------------------------ C code for the kernels
 
 @persistent
-def column_carriers(jtype: str) -> Tuple[int, ...]:
-    """Per velocity column c of a joint, the columns whose rotation carries it (a bit mask).
+def column_carriers(jtype: str, spatial: bool = False) -> Tuple[int, ...]:
+    """Per velocity column c of a joint, the columns whose motion carries it (a bit mask).
 
-    The parent-frame columns H = [S_v; S_w] of a joint change with its coordinates as vectors fixed in a body
-    between parent and child: dH_c/dt = (sum over k in mask_c of S_w,k u_k) x H_c (both halves), the mask empty
-    for a revolute, prismatic or planar joint, the first axis for a universal joint's second, every column for a
-    quaternion's body rates. The engine's Jacobian rates (dJ/dt) use the masks; each is the smallest that holds,
-    checked at random states (a joint type no mask fits is refused)."""
+    The parent-frame columns H = [S_v; S_w] of a joint (S_v the child origin's velocity) change with its
+    coordinates as vectors fixed in a body between parent and child: dH_c/dt = (sum over k in mask_c of S_w,k u_k)
+    x H_c (both halves), the mask empty for a revolute, prismatic or planar joint, the first axis for a universal
+    joint's second, every column for a quaternion's body rates: the engine's Jacobian rates (dJ/dt). spatial: the
+    columns as spatial motions at the parent joint's origin, S_c = (S_w,c; S_v,c + d x S_w,c), whose rates are
+    sum over k in mask_c of u_k (S_k x S_c) (motion cross product): a translation carries the rotations about
+    the moving origin too (the engine's velocity derivatives, velocity_bases). Each mask is the smallest that
+    holds, checked at random states (a joint type no mask fits is refused)."""
     jm = joint_model(jtype)
     if not jm.nv:
         return ()
     rng = random.Random(7)
     q, u = jm.q, jm.u
-    H = sp.Matrix.vstack(jm.S_v, jm.S_w)
+    if spatial:
+        H = sp.Matrix.vstack(jm.S_w, jm.S_v + sp.Matrix.hstack(*[jm.d.cross(jm.S_w[:, c]) for c in range(jm.nv)]))
+    else:
+        H = sp.Matrix.vstack(jm.S_v, jm.S_w)
     Hd = sum((H.diff(qk) * qdk for qk, qdk in zip(q, jm.qdot)), sp.zeros(6, jm.nv))   # dH/dt, unsimplified
     pts = []
     for _ in range(3):
@@ -244,13 +250,19 @@ def column_carriers(jtype: str) -> Tuple[int, ...]:
         Hn, Hdn = H.subs(at).evalf(), Hd.subs(at).evalf()
         pts.append((Hn, Hdn, uv))
 
+    def rate(Hn, uv, c, mask):
+        if spatial:                                     # sum u_k (S_k x S_c): (w_k x w_c; w_k x v_c + v_k x w_c)
+            out = sp.zeros(6, 1)
+            for k in range(jm.nv):
+                if mask >> k & 1:
+                    wk, vk, wc, vc = Hn[:3, k], Hn[3:, k], Hn[:3, c], Hn[3:, c]
+                    out += uv[k] * sp.Matrix.vstack(wk.cross(wc), wk.cross(vc) + vk.cross(wc))
+            return out
+        om = sum((Hn[3:, k] * uv[k] for k in range(jm.nv) if mask >> k & 1), sp.zeros(3, 1))
+        return sp.Matrix.vstack(om.cross(Hn[:3, c]), om.cross(Hn[3:, c]))
+
     def fits(c, mask):
-        for Hn, Hdn, uv in pts:
-            om = sum((Hn[3:, k] * uv[k] for k in range(jm.nv) if mask >> k & 1), sp.zeros(3, 1))
-            want = sp.Matrix.vstack(om.cross(Hn[:3, c]), om.cross(Hn[3:, c]))
-            if max(abs(float(e)) for e in (Hdn[:, c] - want)) > 1e-9:
-                return False
-        return True
+        return all(max(abs(float(e)) for e in (Hdn[:, c] - rate(Hn, uv, c, mask))) <= 1e-9 for Hn, Hdn, uv in pts)
 
     out = []
     for c in range(jm.nv):

@@ -3,7 +3,11 @@
 Ours: 6-vectors (angular; linear), u our velocities; pinocchio: Motion/Force (linear; angular), v = T u with
 dv/dt = T udot + c (the peers' T and c: a free joint's linear velocity is world-frame in ours, local in
 pinocchio's). References by name: ours "local", "world", "local_world_aligned" are pinocchio's LOCAL, WORLD and
-LOCAL_WORLD_ALIGNED.
+LOCAL_WORLD_ALIGNED. Derivatives with respect to q are in tangent coordinates on both sides; ours keep u fixed,
+pinocchio's v = T u, so ours = pinocchio's T + (its dv) d(T u)/dq (peer.dTu). pinocchio's LOCAL_WORLD_ALIGNED
+velocity derivative is not the derivative of its LOCAL_WORLD_ALIGNED velocity (central differences of
+getFrameVelocity disagree with it), and its composite joints' tangents are not ours: those are checked against
+central differences of our own velocities (test_kinematics_derivatives_by_differences).
 
 Jacobian rates: pinocchio's getFrameJacobianTimeVariation (and dccrba, built on it) rates each joint's columns
 with its child body's velocity (ov_i x J_i), the time derivative of J only where the joint's columns are fixed in
@@ -45,6 +49,12 @@ def compare(s, peer, frames, states, worst=None):
         T, c, Td = peer.T(q), peer.c(q, u), peer.Tdot(q, u)
         assert np.allclose(Td @ u, c)
         qp, v, a = peer.q_pin(q), T @ u, T @ ud + c
+        pin.computeForwardKinematicsDerivatives(pm, pd, qp, v, a)
+        for name, fid in frames.items():                # d(velocity)/dq: ours = dv_dq_pin T + J_pin d(T u)/dq
+            for ref in ("local", "world"):
+                dq, dv = pin.getFrameVelocityDerivatives(pm, pd, fid, REFERENCES[ref])
+                rate(f"velocity derivative {ref}", s.frame_velocity_derivatives(q, u, name, ref)[0],
+                     ours(dq @ T + dv @ peer.dTu(q, u)))
         pin.computeJointJacobiansTimeVariation(pm, pd, qp, v)
         pin.forwardKinematics(pm, pd, qp, v, a)
         pin.updateFramePlacements(pm, pd)

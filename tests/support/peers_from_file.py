@@ -216,6 +216,16 @@ class DictPeer:
                 Td[pv:pv + 3, iv:iv + 3] = -W @ quat_wxyz_to_matrix(q[iq + 3:iq + 7]).T
         return Td
 
+    def dTu(self, q, u) -> np.ndarray:
+        """d(T u)/dq at fixed u, our tangent coordinates (a free joint's R^T u_lin under its body rotations)."""
+        C = np.zeros((self.nv, self.nv))
+        for t, iq, iv, _, pv in self.layout:
+            if t == "free" and self.mutate != "free_vel":
+                w = quat_wxyz_to_matrix(q[iq + 3:iq + 7]).T @ u[iv:iv + 3]
+                for i in range(3):
+                    C[pv:pv + 3, iv + 3 + i] = -np.cross(np.eye(3)[i], w)
+        return C
+
     def c(self, q, u) -> np.ndarray:
         """dv_pin/dt = T udot + c(q, u)."""
         c = np.zeros(self.nv)

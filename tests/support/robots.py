@@ -111,6 +111,16 @@ class _Mapped:
                 Td[pv:pv + 3, iv:iv + 3] = -W @ quat_to_rot(q[iq + 3:iq + 7]).T
         return Td
 
+    def dTu(self, q, u):
+        """d(T u)/dq at fixed u, our tangent coordinates (the free flyer's R^T u_lin under its body rotations)."""
+        C = np.zeros((self.nv, self.nv))
+        for kind, iq, iv, _, pv in self.layout:
+            if kind == "free":
+                w = quat_to_rot(q[iq + 3:iq + 7]).T @ u[iv:iv + 3]
+                for i in range(3):
+                    C[pv:pv + 3, iv + 3 + i] = -np.cross(np.eye(3)[i], w)
+        return C
+
     def c(self, q, u):
         """dv_pin/dt = T du/dt + c."""
         c, v = np.zeros(self.nv), self.T(q) @ u
