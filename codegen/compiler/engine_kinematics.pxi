@@ -756,6 +756,85 @@ cdef class TreeEngine(Engine):
                 o[a] /= M
         return out
 
+    def centroidal_dq(self, q, u, out=None):
+        """(6 x nv): d h_G/dq in tangent coordinates, h_G = sum over bodies (Iw w + m (c - G) x v_c; m v_c): per
+        body b and velocity k above it, D = S_k x (V_b - W_k), dw = D_w, dv_c = D_v + D_w x c + w x dc, dc = S_k's
+        velocity at c, dIw w = w_k x (Iw w) - Iw (w_k x w); then - dG x l over the whole tree, dG = sum m dc / M."""
+        cdef TreeKin k
+        cdef double V[6]
+        cdef double S[6]
+        cdef double T[6]
+        cdef double D[6]
+        cdef double dc[3]
+        cdef double rc[3]
+        cdef double vc[3]
+        cdef double d[3]
+        cdef double Iw[9]
+        cdef double Iww[3]
+        cdef double t[3]
+        cdef double x[3]
+        cdef double tot[13]
+        cdef double G[3]
+        cdef double l[3]
+        cdef double m, M
+        cdef int b, j, c, a, col, n = self.nv
+        if u is None:
+            raise ValueError("u: required")
+        u = arg_f64(u, n, "u")
+        self.kin_prepare(q, u, None, &k)
+        out = out_f64(out, 6, n, "out")
+        dG = new_f64(3, n)
+        cdef double* o = f64_ptr(out)
+        cdef double* pg = f64_ptr(dG)
+        memset(o, 0, 6 * n * sizeof(double))
+        memset(pg, 0, 3 * n * sizeof(double))
+        M = self.subtree_sums(&k, False)
+        self.totals(tot)
+        for a in range(3):
+            G[a] = tot[1 + a] / M if M > 0 else 0.0
+            l[a] = 0.0
+        self.velocity_bases(&k, f64_ptr(u) if n else self.zu)
+        for b in range(self.nb):
+            kx_body_mass(&k, b, &m, rc, Iw)
+            kx_body_velocity(&k, b, V)
+            vc[0], vc[1], vc[2] = V[3], V[4], V[5]      # v_c = v_O + w x c
+            kx_cross_add(V, rc, vc)
+            kx_mv(Iw, V, Iww)
+            for a in range(3):
+                l[a] += m * vc[a]
+                d[a] = rc[a] - G[a]
+            j = b
+            while j >= 0:
+                for c in range(self.nvj[j]):
+                    col = self.iv[j] + c
+                    kx_spatial(&k, self.hcols, j, c, S)
+                    for a in range(6):
+                        T[a] = V[a] - self.kwv[6 * col + a]
+                    kx_cross_motion(S, T, D)
+                    dc[0], dc[1], dc[2] = S[3], S[4], S[5]
+                    kx_cross_add(S, rc, dc)
+                    kx_cross_add(D, rc, D + 3)          # D_v: now dv_c
+                    kx_cross_add(V, dc, D + 3)
+                    kx_mv(Iw, D, t)                     # Iw dw
+                    kx_cross_add(S, Iww, t)             # + w_k x (Iw w)
+                    kx_cross(S, V, x)                   # - Iw (w_k x w)
+                    kx_mv(Iw, x, T)
+                    kx_cross(d, D + 3, x)               # (c - G) x dv_c + dc x v_c
+                    kx_cross_add(dc, vc, x)
+                    for a in range(3):
+                        o[a * n + col] += t[a] - T[a] + m * x[a]
+                        o[(3 + a) * n + col] += m * D[3 + a]
+                        pg[a * n + col] += m * dc[a]
+                j = self.parent[j]
+        for col in range(n):                            # - dG x l
+            for a in range(3):
+                x[a] = pg[a * n + col] / M if M > 0 else 0.0
+            t[0], t[1], t[2] = 0.0, 0.0, 0.0
+            kx_cross_add(l, x, t)
+            for a in range(3):
+                o[a * n + col] += t[a]
+        return out
+
     def center_of_mass(self, q, u, ud):
         """(G, its velocity, its acceleration (3 each; u, ud None: 0), the total mass)."""
         cdef TreeKin k

@@ -299,6 +299,12 @@ class Kinematics:
         """The derivatives of the centre of mass velocity: (dv_G/dq (3 x nv, tangent coordinates), J_com)."""
         return self.kernel.com_velocity_dq(q, u), self.kernel.com_jacobian(q)
 
+    def centroidal_derivatives(self, q, u):
+        """The derivatives of the centroidal momentum h_G = A_G u: (dh_G/dq (6 x nv, tangent coordinates), A_G).
+
+        pinocchio's computeCentroidalDynamicsDerivatives' dh_dq, about the moving centre of mass."""
+        return self.kernel.centroidal_dq(q, u), self.kernel.centroidal(q, u, None)[0]
+
     # ---------------------------------------------------------------- batches: one compiled loop over states
     def _frames(self, frames):
         one = isinstance(frames, (str, int, np.integer))

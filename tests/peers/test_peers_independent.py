@@ -367,7 +367,7 @@ def test_kinematics_vs_pinocchio(case):
     states = [(*pf.random_state(d, s.model.coord_names, rng), rng.normal(scale=2.0, size=s.nv)) for _ in range(4)]
     worst = compare(s, peer, frames, states)
     bad = {k: v for k, v in worst.items() if not v < TOL}
-    assert not bad and len(worst) == 30, f"{_id(case)}: errors vs pinocchio: {bad}"
+    assert not bad and len(worst) == 31, f"{_id(case)}: errors vs pinocchio: {bad}"
 
 
 @pytest.mark.parametrize("name", ["fixed", "floating"])
@@ -400,7 +400,7 @@ def test_kinematics_rates_by_differences(name):
 
 @pytest.mark.parametrize("name", ["fixed", "floating"])
 def test_kinematics_derivatives_by_differences(name):
-    """d(frame velocity)/dq of every frame in each reference and d(centre of mass velocity)/dq equal central
+    """d(frame velocity)/dq of every frame in each reference, d(centre of mass velocity)/dq and dh_G/dq equal central
     differences of our own velocities along each tangent coordinate (peer.perturb: a quaternion rotated in its
     body's frame), on every joint type; the u derivatives are the Jacobians."""
     d = pf.without_forces(MODELS[name])
@@ -422,6 +422,10 @@ def test_kinematics_derivatives_by_differences(name):
     want = fd(lambda x: s.center_of_mass(x, u).velocity)
     assert np.max(np.abs(dq - want)) < 1e-6 * max(1.0, np.max(np.abs(want))) and np.abs(want).max() > 0.1
     assert rel_err(du, s.com_jacobian(q)) < TOL
+    dq, du = s.centroidal_derivatives(q, u)
+    want = fd(lambda x: s.centroidal(x, u).h_G)
+    assert np.max(np.abs(dq - want)) < 1e-6 * max(1.0, np.max(np.abs(want))) and np.abs(want).max() > 0.1
+    assert rel_err(du, s.centroidal(q, u).A_G) < TOL
 
 
 def test_kinematics_batches_equal_the_single_state_calls():

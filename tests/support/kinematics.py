@@ -87,6 +87,8 @@ def compare(s, peer, frames, states, worst=None):
         Ag = np.array(pd.Ag)
         pin.dccrba(pm, pd, qp, v)
         rate("A_G rate", cen.A_G_dot, ours(np.asarray(pd.dAg) @ T + Ag @ Td))
+        dh_dq = pin.computeCentroidalDynamicsDerivatives(pm, pd, qp, v, a)[0]
+        rate("h_G derivative", s.centroidal_derivatives(q, u)[0], ours(np.asarray(dh_dq) @ T + Ag @ peer.dTu(q, u)))
         rec("h_G", cen.h_G, ours(pd.hg.vector))
         Ig = pd.Ig.matrix()
         rec("I_G", cen.I_G, np.block([[Ig[3:, 3:], Ig[3:, :3]], [Ig[:3, 3:], Ig[:3, :3]]]))
