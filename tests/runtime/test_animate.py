@@ -220,3 +220,24 @@ def test_frame_trajectories_recorded_saved_and_drawn(tmp_path, capsys):
                  str(tmp_path / "no.npz"), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "--frames" in err and "'lnk3'" in err and "Traceback" not in err and not (tmp_path / "no.npz").exists()
+
+
+def test_frames_of_a_closed_loop_model():
+    """A tree closed by cut joints (examples/five_bar.yaml, kind loops): its frames are the spanning tree's bodies,
+    their rotations and the centre of mass those of the kernel's body poses, and simulate(frames=...) records
+    them; grcr refuses frames= by name (its phantom bodies are not frames)."""
+    from codegen.model.rotations import quat_to_rot
+    m = codegen.load_model(EXAMPLES / "five_bar.yaml")
+    s = get_system(m)
+    assert s.kind == "loops" and s.frames[:len(s.body_names)] == s.body_names
+    q = s.initial_state()[0]
+    com, quat = s.body_poses(q)
+    masses = np.array([b.mass for b in m.bodies if b.name in s.body_names])
+    for k, b in enumerate(s.body_names):
+        assert np.allclose(s.frame_placement(q, b)[0], quat_to_rot(quat[k]), atol=1e-12)
+    assert np.allclose(s.center_of_mass(q).position, masses @ com / masses.sum(), atol=1e-12)
+    res = s.simulate(0.05, 0.01, frames=[s.body_names[-1]])
+    assert np.allclose(res.extra["frame_rotation"][-1, 0], s.frame_placement(res.q[-1], s.body_names[-1])[0])
+    g = get_system(m, "grcr")
+    with pytest.raises(ValueError, match="frames: not an option of this model"):
+        g.simulate(0.05, 0.01, frames=[s.body_names[-1]])
