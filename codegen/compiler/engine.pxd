@@ -80,7 +80,7 @@ cdef class TreeEngine(Engine):
     cdef double* fX                 # NF x 12: its rotation (9, row major) and origin (3) in that body's frame
     cdef double* kw                 # workspace: body accelerations (6 NB), subtree sums (13 NB), their rates (12 NB)
     cdef double* zu                 # NV zeros (a state at rest)
-    cdef double* kwv                # workspace: per velocity k, W_k (6): the velocity derivatives' bases
+    cdef double* kwv                # workspace: per velocity k, W_k (6 nv), then B_k (6 nv): the derivatives' bases
 
     cdef int init_tree(self, int nb, const int* parent, const int* iv, const int* nvj, const int* hcols,
                        const int* jt, const int* kcarry) except -1
@@ -99,6 +99,8 @@ cdef class TreeEngine(Engine):
     cdef void point_jacobian_dot(self, const TreeKin* k, const double* u, int b, const double* x, const double* xd,
                                  int ref, const double* R, const double* wf, double* Jd) noexcept nogil
     cdef void velocity_bases(self, const TreeKin* k, const double* u) noexcept nogil
+    cdef void acceleration_bases(self, const TreeKin* k, const double* u, const double* ud) noexcept nogil
+    cdef void body_acceleration(self, const TreeKin* k, int b, double* A) noexcept nogil
     cdef double subtree_sums(self, const TreeKin* k, bint inertia=*) noexcept nogil
     cdef void subtree_rates(self, const TreeKin* k) noexcept nogil
     cdef void totals(self, double* out) noexcept nogil

@@ -151,7 +151,7 @@ cdef class TreeEngine(Engine):
         self.scarry = <int*> calloc(6 * nb + 1, sizeof(int))
         self.kw = <double*> calloc(31 * nb + 1, sizeof(double))
         self.zu = <double*> calloc(self.nv + 1, sizeof(double))
-        self.kwv = <double*> calloc(6 * self.nv + 1, sizeof(double))
+        self.kwv = <double*> calloc(18 * self.nv + 1, sizeof(double))
         if not (self.parent and self.iv and self.nvj and self.hcols and self.hcarry and self.scarry and self.kw and self.zu and self.kwv):
             raise MemoryError()
         memcpy(self.parent, parent, nb * sizeof(int))
@@ -834,6 +834,188 @@ cdef class TreeEngine(Engine):
             for a in range(3):
                 o[a * n + col] += t[a]
         return out
+
+    cdef void acceleration_bases(self, const TreeKin* k, const double* u, const double* ud) noexcept nogil:
+        """kwv[6 nv:] (nv x 6): per velocity k (column c of body j), the acceleration base B_k = A_j - the sum over
+        the columns c' of j that c carries of (S_c' ud_c' + dS_c'/dt u_c'), dS_c'/dt = V_c' x S_c', V_c' = V_parent
+        + the carriers' S u (after velocity_bases and tree_acc); kwv[12 nv:]: X_k. A body b below: dA_b/de_k =
+        S_k x (A_b - B_k) - (S_k x W_k) x (V_b - W_k) + X_k (the velocity derivatives' argument carried to the
+        accelerations)."""
+        cdef double Aj[6]
+        cdef double S[6]
+        cdef double Vc[6]
+        cdef double T[6]
+        cdef double Sd[6]
+        cdef double Sk[6]
+        cdef double* B
+        cdef double* X
+        cdef int j, c, c2, c3, a, pj
+        for j in range(self.nb):
+            self.body_acceleration(k, j, Aj)
+            pj = self.parent[j]
+            for c in range(self.nvj[j]):
+                B = self.kwv + 6 * self.nv + 6 * (self.iv[j] + c)
+                memcpy(B, Aj, 6 * sizeof(double))
+                for c2 in range(self.nvj[j]):
+                    if not (self.scarry[6 * j + c2] >> c & 1):
+                        continue
+                    kx_spatial(k, self.hcols, j, c2, S)
+                    kx_body_velocity(k, pj, Vc)
+                    for c3 in range(self.nvj[j]):
+                        if self.scarry[6 * j + c2] >> c3 & 1:
+                            kx_spatial(k, self.hcols, j, c3, T)
+                            for a in range(6):
+                                Vc[a] += T[a] * u[self.iv[j] + c3]
+                    kx_cross_motion(Vc, S, Sd)
+                    for a in range(6):
+                        B[a] -= S[a] * ud[self.iv[j] + c2] + Sd[a] * u[self.iv[j] + c2]
+                # X_k: the columns c' that c does not carry but whose own carriers it does (a quaternion's rate
+                # columns) change their rates: sum over them of (S_k x (those carriers' S u)) x S_c' u_c'
+                X = self.kwv + 12 * self.nv + 6 * (self.iv[j] + c)
+                memset(X, 0, 6 * sizeof(double))
+                kx_spatial(k, self.hcols, j, c, Sk)
+                for c2 in range(self.nvj[j]):
+                    if self.scarry[6 * j + c2] >> c & 1:
+                        continue
+                    memset(Vc, 0, 6 * sizeof(double))
+                    for c3 in range(self.nvj[j]):
+                        if self.scarry[6 * j + c2] >> c3 & 1 and self.scarry[6 * j + c3] >> c & 1:
+                            kx_spatial(k, self.hcols, j, c3, T)
+                            for a in range(6):
+                                Vc[a] += T[a] * u[self.iv[j] + c3]
+                    kx_cross_motion(Sk, Vc, T)
+                    kx_spatial(k, self.hcols, j, c2, S)
+                    kx_cross_motion(T, S, Sd)
+                    for a in range(6):
+                        X[a] += Sd[a] * u[self.iv[j] + c2]
+
+    cdef void body_acceleration(self, const TreeKin* k, int b, double* A) noexcept nogil:
+        """A = body b's world spatial acceleration at the world origin (after tree_acc): (al; a_r - w x v_r - al x r)."""
+        cdef int a
+        if b < 0:
+            memset(A, 0, 6 * sizeof(double))
+            return
+        for a in range(3):
+            A[a] = self.kw[6 * b + a]
+            A[3 + a] = self.kw[6 * b + 3 + a]
+        kx_cross_add(k.vr + 3 * b, k.w + 3 * b, A + 3)          # - w x v_r
+        kx_cross_add(k.r + 3 * b, A, A + 3)                     # - al x r
+
+    def frame_acceleration_derivatives(self, q, u, ud, int f, int ref, bint classical):
+        """(da/dq, da/du) (6 x nv each, tangent coordinates) of frame f's spatial (classical: classical)
+        acceleration in ref, as frame_motion's; da/dud is its Jacobian. World, per velocity k above the frame's
+        body b: dA/de_k = S_k x (A_b - B_k) - (S_k x W_k) x (V_b - W_k), dA/du_k = V_c(k) x S_k + S_k x (V_b - W_k);
+        then shifted to the frame's origin x (moving with e_k), the classical part's w x v, and the local axes."""
+        cdef TreeKin k
+        cdef double R[9]
+        cdef double x[3]
+        cdef double V[6]
+        cdef double A[6]
+        cdef double S[6]
+        cdef double T[6]
+        cdef double U[6]
+        cdef double D[6]
+        cdef double Dv[6]
+        cdef double E[6]
+        cdef double Y[6]
+        cdef double dx[3]
+        cdef double vx[3]
+        cdef int b, j, c, c3, a, col, side, n = self.nv
+        self.frame_index(f)
+        if u is None or ud is None:
+            raise ValueError("u, udot: required")
+        u = arg_f64(u, n, "u")
+        ud = arg_f64(ud, n, "udot")
+        self.kin_prepare(q, u, ud, &k)
+        dq, du = new_f64(6, n), new_f64(6, n)
+        cdef double* oq = f64_ptr(dq)
+        cdef double* ou = f64_ptr(du)
+        memset(oq, 0, 6 * n * sizeof(double))
+        memset(ou, 0, 6 * n * sizeof(double))
+        b = self.fbody[f]
+        if b < 0:
+            return dq, du
+        cdef const double* pu = f64_ptr(u) if n else self.zu
+        self.frame_world(&k, f, R, x)
+        self.velocity_bases(&k, pu)
+        self.acceleration_bases(&k, pu, f64_ptr(ud) if n else self.zu)
+        kx_body_velocity(&k, b, V)
+        self.body_acceleration(&k, b, A)
+        vx[0], vx[1], vx[2] = V[3], V[4], V[5]          # the velocity of the body point at x
+        kx_cross_add(V, x, vx)
+        Y[0], Y[1], Y[2] = A[0], A[1], A[2]             # the acceleration at x, world axes (spatial or classical)
+        Y[3], Y[4], Y[5] = A[3], A[4], A[5]
+        kx_cross_add(A, x, Y + 3)
+        if classical:
+            kx_cross_add(V, vx, Y + 3)
+        j = b
+        while j >= 0:
+            for c in range(self.nvj[j]):
+                col = self.iv[j] + c
+                kx_spatial(&k, self.hcols, j, c, S)
+                for a in range(6):
+                    T[a] = V[a] - self.kwv[6 * col + a]                  # V_b - W_k
+                    U[a] = A[a] - self.kwv[6 * n + 6 * col + a]          # A_b - B_k
+                kx_cross_motion(S, T, Dv)                                # dV_b/de_k
+                kx_cross_motion(S, self.kwv + 6 * col, E)                # S_k x W_k
+                kx_cross_motion(S, U, D)
+                kx_cross_motion(E, T, U)
+                for a in range(6):
+                    D[a] += self.kwv[12 * n + 6 * col + a] - U[a]        # dA_b/de_k (world)
+                kx_body_velocity(&k, self.parent[j], U)                  # V_c(k) = V_parent + carriers' S u
+                for c3 in range(self.nvj[j]):
+                    if self.scarry[6 * j + c] >> c3 & 1:
+                        kx_spatial(&k, self.hcols, j, c3, E)
+                        for a in range(6):
+                            U[a] += E[a] * pu[self.iv[j] + c3]
+                kx_cross_motion(U, S, E)                                 # dA_b/du_k (world): V_c x S_k + S_k x T
+                kx_cross_motion(S, T, U)
+                for a in range(6):
+                    E[a] += U[a]
+                for side in range(2):                                    # 0: d/de_k (D, the frame moves), 1: d/du_k (E)
+                    if side == 0:
+                        memcpy(U, D, 6 * sizeof(double))
+                        dx[0], dx[1], dx[2] = S[3], S[4], S[5]           # dx: S_k's velocity at x
+                        kx_cross_add(S, x, dx)
+                    else:
+                        memcpy(U, E, 6 * sizeof(double))
+                        dx[0] = dx[1] = dx[2] = 0.0
+                    kx_cross_add(U, x, U + 3)                            # at x: da_O + dal x x + al x dx
+                    kx_cross_add(A, dx, U + 3)
+                    if classical:                                        # + d(w x v_x)
+                        if side == 0:                                    # dw, dv_x of the velocity derivative
+                            T[0], T[1], T[2] = Dv[0], Dv[1], Dv[2]
+                            T[3], T[4], T[5] = Dv[3], Dv[4], Dv[5]
+                            kx_cross_add(Dv, x, T + 3)
+                            kx_cross_add(V, dx, T + 3)
+                        else:                                            # the Jacobian's column at x
+                            T[0], T[1], T[2] = S[0], S[1], S[2]
+                            T[3], T[4], T[5] = S[3], S[4], S[5]
+                            kx_cross_add(S, x, T + 3)
+                        kx_cross_add(T, vx, U + 3)
+                        kx_cross_add(V, T + 3, U + 3)
+                    if ref == REF_WORLD:                                 # at the world origin: - al x x etc. undone
+                        if side == 0:
+                            memcpy(U, D, 6 * sizeof(double))
+                            if classical:
+                                kx_cross_add(Dv, V + 3, U + 3)
+                                kx_cross_add(V, Dv + 3, U + 3)
+                        else:
+                            memcpy(U, E, 6 * sizeof(double))
+                            if classical:
+                                kx_cross_add(S, V + 3, U + 3)
+                                kx_cross_add(V, S + 3, U + 3)
+                    elif ref == REF_LOCAL:
+                        if side == 0:                                    # R^T (dY - w_k x Y)
+                            kx_cross_add(Y, S, U)
+                            kx_cross_add(Y + 3, S, U + 3)
+                        kx_mtv(R, U, T)
+                        kx_mtv(R, U + 3, T + 3)
+                        memcpy(U, T, 6 * sizeof(double))
+                    for a in range(6):
+                        (oq if side == 0 else ou)[a * n + col] = U[a]
+            j = self.parent[j]
+        return dq, du
 
     def center_of_mass(self, q, u, ud):
         """(G, its velocity, its acceleration (3 each; u, ud None: 0), the total mass)."""

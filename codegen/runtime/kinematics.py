@@ -295,6 +295,19 @@ class Kinematics:
         f, r = self._f(frame), self._ref(reference)
         return self.kernel.frame_velocity_dq(q, u, f, r), self.kernel.frame_jacobian(q, f, r, None, None)
 
+    def frame_acceleration_derivatives(self, q, u, udot, frame, reference: str = "local", classical: bool = False):
+        """The derivatives of frame_acceleration (classical: frame_classical_acceleration) at (q, u, udot).
+
+        Returns
+        -------
+        da_dq, da_du, da_dudot : numpy.ndarray, shape (6, nv) each
+            In tangent coordinates; da_dudot is the frame's Jacobian (pinocchio's getFrameAccelerationDerivatives
+            in our velocities).
+        """
+        f, r = self._f(frame), self._ref(reference)
+        dq, du = self.kernel.frame_acceleration_derivatives(q, u, udot, f, r, bool(classical))
+        return dq, du, self.kernel.frame_jacobian(q, f, r, None, None)
+
     def com_velocity_derivatives(self, q, u):
         """The derivatives of the centre of mass velocity: (dv_G/dq (3 x nv, tangent coordinates), J_com)."""
         return self.kernel.com_velocity_dq(q, u), self.kernel.com_jacobian(q)

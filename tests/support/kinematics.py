@@ -6,7 +6,8 @@ pinocchio's). References by name: ours "local", "world", "local_world_aligned" a
 LOCAL_WORLD_ALIGNED. Derivatives with respect to q are in tangent coordinates on both sides; ours keep u fixed,
 pinocchio's v = T u, so ours = pinocchio's T + (its dv) d(T u)/dq (peer.dTu). pinocchio's LOCAL_WORLD_ALIGNED
 velocity derivative is not the derivative of its LOCAL_WORLD_ALIGNED velocity (central differences of
-getFrameVelocity disagree with it), and its composite joints' tangents are not ours: those are checked against
+getFrameVelocity disagree with it), nor its WORLD acceleration q-derivative that of its WORLD acceleration, and its
+composite joints' tangents are not ours: those are checked against
 central differences of our own velocities (test_kinematics_derivatives_by_differences).
 
 Jacobian rates: pinocchio's getFrameJacobianTimeVariation (and dccrba, built on it) rates each joint's columns
@@ -55,6 +56,14 @@ def compare(s, peer, frames, states, worst=None):
                 dq, dv = pin.getFrameVelocityDerivatives(pm, pd, fid, REFERENCES[ref])
                 rate(f"velocity derivative {ref}", s.frame_velocity_derivatives(q, u, name, ref)[0],
                      ours(dq @ T + dv @ peer.dTu(q, u)))
+        if all(lay[0] != "free" for lay in peer.layout):   # acceleration derivatives: no free joint, T a permutation
+            for name, fid in frames.items():
+                for ref in ("local", "world"):
+                    _, da_dq, da_dv, _ = pin.getFrameAccelerationDerivatives(pm, pd, fid, REFERENCES[ref])
+                    dq, du, _ = s.frame_acceleration_derivatives(q, u, ud, name, ref)
+                    if ref == "local":
+                        rate("acceleration derivative dq local", dq, ours(da_dq @ T))
+                    rate(f"acceleration derivative du {ref}", du, ours(da_dv @ T))
         pin.computeJointJacobiansTimeVariation(pm, pd, qp, v)
         pin.forwardKinematics(pm, pd, qp, v, a)
         pin.updateFramePlacements(pm, pd)
