@@ -101,6 +101,8 @@ cdef class TreeEngine(Engine):
     cdef void velocity_bases(self, const TreeKin* k, const double* u) noexcept nogil
     cdef void acceleration_bases(self, const TreeKin* k, const double* u, const double* ud) noexcept nogil
     cdef void body_acceleration(self, const TreeKin* k, int b, double* A) noexcept nogil
+    cdef void column_derivatives(self, const TreeKin* k, const double* u, int j, int c, const double* V,
+                                 const double* A, double* S, double* Dv, double* D, double* E) noexcept nogil
     cdef double subtree_sums(self, const TreeKin* k, bint inertia=*) noexcept nogil
     cdef void subtree_rates(self, const TreeKin* k) noexcept nogil
     cdef void totals(self, double* out) noexcept nogil

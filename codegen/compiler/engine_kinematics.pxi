@@ -1,19 +1,25 @@
 # The kinematic quantities of a rigid tree, compiled once for every model (included by engine.pyx).
 #
 # Inputs: what the model's kinematics pass leaves (TreeKin: each body's reference frame (A_j, r_j), its angular
-# velocity w_j, the velocity vr_j of its origin, the joint columns H_j = [H_v; H_w] of its velocities [KY eq 15]
-# and its inertia numbers), the model's body accelerations (tree_acc) and its topology (init_tree).
-# Outputs: frame placements, velocities, accelerations and Jacobians in three references, the centre of mass, its
-# Jacobian, the centroidal momentum matrix, momentum and its rate, the centroidal and subtree inertias.
+# velocity w_j, the velocity vr_j of its origin, the joint columns H_j = [H_v; H_w] of its velocities [KY eq 15],
+# its inertia numbers and the armature), the model's body accelerations (tree_acc) and its topology (init_tree:
+# parents, velocity offsets, and per joint kind the columns each column carries, codegen.symbolic.joints.
+# column_carriers, rotating and as spatial motions).
+# Outputs: frame placements, velocities, accelerations, Jacobians and their rates in three references; the centre
+# of mass, its Jacobian, the centroidal momentum matrix, its rate, momentum, momentum rate, the centroidal and
+# subtree inertias; the mass matrix (CRBA); derivatives with respect to q (tangent coordinates) and u of frame
+# velocities and accelerations, of the centre of mass velocity and of h_G; batches over states.
 #
 # Conventions (docs/guide/kinematics.md): 6-vectors are (angular; linear); references REF_LOCAL (the frame's axes,
 # at its origin), REF_WORLD (world axes, at the world origin: spatial vectors, pinocchio's WORLD) and
 # REF_LOCAL_WORLD_ALIGNED (world axes, at the frame's origin). The velocity column of velocity k of joint j at a
-# point x fixed on a body below j: (H_w,k ; H_v,k + H_w,k x (x - r_j)) (rigid motion of the subtree).
+# point x fixed on a body below j: (H_w,k ; H_v,k + H_w,k x (x - r_j)) (rigid motion of the subtree); as a spatial
+# motion at the world origin S_k = (H_w,k; H_v,k + r_j x H_w,k).
 #
-# Roadmap: small 3-vector algebra -> frame poses (frame_world) -> reference changes (to_reference) -> frame
-# motion and Jacobians -> body centroids and inertias (body_mass) -> subtree sums -> centre of mass and centroidal
-# quantities -> the Python API.
+# Roadmap: small 3-vector and spatial algebra -> frame poses (frame_world) -> frame motion, Jacobians and their
+# rates (column_dot) -> the derivatives' bases (velocity_bases, acceleration_bases) -> subtree sums, their rates,
+# the momentum matrix and its rate -> the Python API: frames, derivatives, centre of mass and centroidal terms,
+# mass matrix (tree_crba), compute_all_terms (all_terms) -> batches (frames_at, frame_jacobians_at, com_at).
 
 cdef inline void kx_cross(const double* a, const double* b, double* c) noexcept nogil:
     """c = a x b (c distinct from a and b)."""
@@ -901,6 +907,157 @@ cdef class TreeEngine(Engine):
         kx_cross_add(k.vr + 3 * b, k.w + 3 * b, A + 3)          # - w x v_r
         kx_cross_add(k.r + 3 * b, A, A + 3)                     # - al x r
 
+    cdef void column_derivatives(self, const TreeKin* k, const double* u, int j, int c, const double* V,
+                                 const double* A, double* S, double* Dv, double* D, double* E) noexcept nogil:
+        """For velocity k = column c of body j and a body below with world spatial velocity V and acceleration A
+        (after velocity_bases and acceleration_bases): S = S_k, Dv = dV/de_k = S_k x (V - W_k), D = dA/de_k =
+        S_k x (A - B_k) - (S_k x W_k) x (V - W_k) + X_k, E = dA/du_k = V_c(k) x S_k + S_k x (V - W_k)."""
+        cdef double T[6]
+        cdef double U[6]
+        cdef double F[6]
+        cdef int a, c3, n = self.nv, col = self.iv[j] + c
+        kx_spatial(k, self.hcols, j, c, S)
+        for a in range(6):
+            T[a] = V[a] - self.kwv[6 * col + a]                          # V - W_k
+            U[a] = A[a] - self.kwv[6 * n + 6 * col + a]                  # A - B_k
+        kx_cross_motion(S, T, Dv)
+        kx_cross_motion(S, self.kwv + 6 * col, F)                        # S_k x W_k
+        kx_cross_motion(S, U, D)
+        kx_cross_motion(F, T, U)
+        for a in range(6):
+            D[a] += self.kwv[12 * n + 6 * col + a] - U[a]
+        kx_body_velocity(k, self.parent[j], U)                           # V_c(k) = V_parent + carriers' S u
+        for c3 in range(self.nvj[j]):
+            if self.scarry[6 * j + c] >> c3 & 1:
+                kx_spatial(k, self.hcols, j, c3, F)
+                for a in range(6):
+                    U[a] += F[a] * u[self.iv[j] + c3]
+        kx_cross_motion(U, S, E)
+        kx_cross_motion(S, T, U)
+        for a in range(6):
+            E[a] += U[a]
+
+    def centroidal_rate_derivatives(self, q, u, ud):
+        """(dhd/dq, dhd/du) (6 x nv each, tangent coordinates) of the momentum's rate hd = sum over bodies (Iw al
+        + w x Iw w + m (c - G) x a_c; m a_c), a_c = a_O + al x c + w x v_c the centroid's classical acceleration;
+        dhd/dud = A_G. Per body and velocity k above it, from column_derivatives: dw, dal, dv_c, da_c, dc = S_k's
+        velocity at c and dIw y = w_k x Iw y - Iw (w_k x y) (q side; 0 on the u side); then - dG x sum m a_c."""
+        cdef TreeKin k
+        cdef double V[6]
+        cdef double A[6]
+        cdef double S[6]
+        cdef double Dv[6]
+        cdef double D[6]
+        cdef double E[6]
+        cdef double rc[3]
+        cdef double Iw[9]
+        cdef double vc[3]
+        cdef double ac[3]
+        cdef double d[3]
+        cdef double Iww[3]
+        cdef double Ial[3]
+        cdef double dc[3]
+        cdef double dvc[3]
+        cdef double dac[3]
+        cdef double t[3]
+        cdef double y[3]
+        cdef double z1[3]
+        cdef double z2[3]
+        cdef double tot[13]
+        cdef double G[3]
+        cdef double la[3]
+        cdef double m, M
+        cdef int b, j, c, a, col, side, n = self.nv
+        if u is None or ud is None:
+            raise ValueError("u, udot: required")
+        u = arg_f64(u, n, "u")
+        ud = arg_f64(ud, n, "udot")
+        self.kin_prepare(q, u, ud, &k)
+        dq, du, dG = new_f64(6, n), new_f64(6, n), new_f64(3, n)
+        cdef double* oq = f64_ptr(dq)
+        cdef double* ou = f64_ptr(du)
+        cdef double* pg = f64_ptr(dG)
+        cdef double* o
+        memset(oq, 0, 6 * n * sizeof(double))
+        memset(ou, 0, 6 * n * sizeof(double))
+        memset(pg, 0, 3 * n * sizeof(double))
+        cdef const double* pu = f64_ptr(u) if n else self.zu
+        M = self.subtree_sums(&k, False)
+        self.totals(tot)
+        for a in range(3):
+            G[a] = tot[1 + a] / M if M > 0 else 0.0
+            la[a] = 0.0
+        self.velocity_bases(&k, pu)
+        self.acceleration_bases(&k, pu, f64_ptr(ud) if n else self.zu)
+        for b in range(self.nb):
+            kx_body_mass(&k, b, &m, rc, Iw)
+            kx_body_velocity(&k, b, V)
+            self.body_acceleration(&k, b, A)
+            vc[0], vc[1], vc[2] = V[3], V[4], V[5]
+            kx_cross_add(V, rc, vc)
+            ac[0], ac[1], ac[2] = A[3], A[4], A[5]
+            kx_cross_add(A, rc, ac)
+            kx_cross_add(V, vc, ac)
+            kx_mv(Iw, V, Iww)
+            kx_mv(Iw, A, Ial)
+            for a in range(3):
+                la[a] += m * ac[a]
+                d[a] = rc[a] - G[a]
+            j = b
+            while j >= 0:
+                for c in range(self.nvj[j]):
+                    col = self.iv[j] + c
+                    self.column_derivatives(&k, pu, j, c, V, A, S, Dv, D, E)
+                    for side in range(2):
+                        o = oq if side == 0 else ou
+                        if side == 0:
+                            dc[0], dc[1], dc[2] = S[3], S[4], S[5]
+                            kx_cross_add(S, rc, dc)
+                        else:
+                            memcpy(Dv, S, 6 * sizeof(double))       # dV/du_k = S_k, dA/du_k = E
+                            memcpy(D, E, 6 * sizeof(double))
+                            dc[0] = dc[1] = dc[2] = 0.0
+                        dvc[0], dvc[1], dvc[2] = Dv[3], Dv[4], Dv[5]
+                        kx_cross_add(Dv, rc, dvc)
+                        kx_cross_add(V, dc, dvc)
+                        dac[0], dac[1], dac[2] = D[3], D[4], D[5]  # da_c = dA_v + dal x c + al x dc + dw x v_c + w x dv_c
+                        kx_cross_add(D, rc, dac)
+                        kx_cross_add(A, dc, dac)
+                        kx_cross_add(Dv, vc, dac)
+                        kx_cross_add(V, dvc, dac)
+                        kx_mv(Iw, D, t)                             # Iw dal + dw x Iw w + w x Iw dw
+                        kx_cross_add(Dv, Iww, t)
+                        kx_mv(Iw, Dv, y)
+                        kx_cross_add(V, y, t)
+                        if side == 0:                               # + dIw al + w x (dIw w)
+                            kx_cross_add(S, Ial, t)                 # dIw al = w_k x Iw al - Iw (w_k x al)
+                            kx_cross(S, A, z1)
+                            kx_mv(Iw, z1, z2)
+                            for a in range(3):
+                                t[a] -= z2[a]
+                            kx_cross(S, Iww, y)                     # dIw w = w_k x Iw w - Iw (w_k x w)
+                            kx_cross(S, V, z1)
+                            kx_mv(Iw, z1, z2)
+                            for a in range(3):
+                                y[a] -= z2[a]
+                            kx_cross_add(V, y, t)
+                        kx_cross(d, dac, z1)                        # m ((c - G) x da_c + dc x a_c)
+                        kx_cross_add(dc, ac, z1)
+                        for a in range(3):
+                            o[a * n + col] += t[a] + m * z1[a]
+                            o[(3 + a) * n + col] += m * dac[a]
+                            if side == 0:
+                                pg[a * n + col] += m * dc[a]
+                j = self.parent[j]
+        for col in range(n):                            # - dG x sum m a_c, dG = sum m dc / M
+            for a in range(3):
+                z1[a] = pg[a * n + col] / M if M > 0 else 0.0
+                t[a] = 0.0
+            kx_cross_add(la, z1, t)
+            for a in range(3):
+                oq[a * n + col] += t[a]
+        return dq, du
+
     def frame_acceleration_derivatives(self, q, u, ud, int f, int ref, bint classical):
         """(da/dq, da/du) (6 x nv each, tangent coordinates) of frame f's spatial (classical: classical)
         acceleration in ref, as frame_motion's; da/dud is its Jacobian. World, per velocity k above the frame's
@@ -952,26 +1109,7 @@ cdef class TreeEngine(Engine):
         while j >= 0:
             for c in range(self.nvj[j]):
                 col = self.iv[j] + c
-                kx_spatial(&k, self.hcols, j, c, S)
-                for a in range(6):
-                    T[a] = V[a] - self.kwv[6 * col + a]                  # V_b - W_k
-                    U[a] = A[a] - self.kwv[6 * n + 6 * col + a]          # A_b - B_k
-                kx_cross_motion(S, T, Dv)                                # dV_b/de_k
-                kx_cross_motion(S, self.kwv + 6 * col, E)                # S_k x W_k
-                kx_cross_motion(S, U, D)
-                kx_cross_motion(E, T, U)
-                for a in range(6):
-                    D[a] += self.kwv[12 * n + 6 * col + a] - U[a]        # dA_b/de_k (world)
-                kx_body_velocity(&k, self.parent[j], U)                  # V_c(k) = V_parent + carriers' S u
-                for c3 in range(self.nvj[j]):
-                    if self.scarry[6 * j + c] >> c3 & 1:
-                        kx_spatial(&k, self.hcols, j, c3, E)
-                        for a in range(6):
-                            U[a] += E[a] * pu[self.iv[j] + c3]
-                kx_cross_motion(U, S, E)                                 # dA_b/du_k (world): V_c x S_k + S_k x T
-                kx_cross_motion(S, T, U)
-                for a in range(6):
-                    E[a] += U[a]
+                self.column_derivatives(&k, pu, j, c, V, A, S, Dv, D, E)
                 for side in range(2):                                    # 0: d/de_k (D, the frame moves), 1: d/du_k (E)
                     if side == 0:
                         memcpy(U, D, 6 * sizeof(double))

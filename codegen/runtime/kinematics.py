@@ -318,6 +318,19 @@ class Kinematics:
         pinocchio's computeCentroidalDynamicsDerivatives' dh_dq, about the moving centre of mass."""
         return self.kernel.centroidal_dq(q, u), self.kernel.centroidal(q, u, None)[0]
 
+    def centroidal_rate_derivatives(self, q, u, udot):
+        """The derivatives of the centroidal momentum's rate dh_G/dt at (q, u, udot).
+
+        Returns
+        -------
+        dhd_dq, dhd_du, dhd_dudot : numpy.ndarray, shape (6, nv) each
+            Tangent coordinates; dhd_dudot is A_G (pinocchio's computeCentroidalDynamicsDerivatives dhdot_dq,
+            dhdot_dv, dhdot_da in our velocities); the centre of mass acceleration's are the linear rows over the
+            mass.
+        """
+        dq, du = self.kernel.centroidal_rate_derivatives(q, u, udot)
+        return dq, du, self.kernel.centroidal(q, u, None)[0]
+
     # ---------------------------------------------------------------- batches: one compiled loop over states
     def _frames(self, frames):
         one = isinstance(frames, (str, int, np.integer))

@@ -367,7 +367,7 @@ def test_kinematics_vs_pinocchio(case):
     states = [(*pf.random_state(d, s.model.coord_names, rng), rng.normal(scale=2.0, size=s.nv)) for _ in range(4)]
     worst = compare(s, peer, frames, states)
     bad = {k: v for k, v in worst.items() if not v < TOL}
-    assert not bad and len(worst) == (31 if "free" in {t for t, *_ in peer.layout} else 34), \
+    assert not bad and len(worst) == (31 if "free" in {t for t, *_ in peer.layout} else 36), \
         f"{_id(case)}: errors vs pinocchio: {bad}"
 
 
@@ -402,7 +402,7 @@ def test_kinematics_rates_by_differences(name):
 @pytest.mark.parametrize("name", ["fixed", "floating"])
 def test_kinematics_derivatives_by_differences(name):
     """d(frame velocity)/dq of every frame in each reference, the derivatives of two frames' spatial and classical
-    accelerations with respect to q and u, d(centre of mass velocity)/dq and dh_G/dq equal central
+    accelerations with respect to q and u, those of dh_G/dt, d(centre of mass velocity)/dq and dh_G/dq equal central
     differences of our own velocities along each tangent coordinate (peer.perturb: a quaternion rotated in its
     body's frame), on every joint type; the u derivatives are the Jacobians."""
     d = pf.without_forces(MODELS[name])
@@ -432,6 +432,13 @@ def test_kinematics_derivatives_by_differences(name):
                                         for e in E])
                 assert np.max(np.abs(du - want)) < 1e-6 * max(1.0, np.max(np.abs(want))), (f, ref, classical)
                 assert rel_err(dud, s.frame_jacobian(q, f, ref)) < TOL
+    dq, du, dud = s.centroidal_rate_derivatives(q, u, ud)
+    want = fd(lambda x: s.centroidal(x, u, ud).h_G_dot)
+    assert np.max(np.abs(dq - want)) < 1e-6 * max(1.0, np.max(np.abs(want))) and np.abs(want).max() > 0.1
+    want = np.column_stack([(s.centroidal(q, u + h * e, ud).h_G_dot - s.centroidal(q, u - h * e, ud).h_G_dot)
+                            / (2 * h) for e in E])
+    assert np.max(np.abs(du - want)) < 1e-6 * max(1.0, np.max(np.abs(want)))
+    assert rel_err(dud, s.centroidal(q, u).A_G) < TOL
     dq, du = s.com_velocity_derivatives(q, u)
     want = fd(lambda x: s.center_of_mass(x, u).velocity)
     assert np.max(np.abs(dq - want)) < 1e-6 * max(1.0, np.max(np.abs(want))) and np.abs(want).max() > 0.1

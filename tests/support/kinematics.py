@@ -96,7 +96,11 @@ def compare(s, peer, frames, states, worst=None):
         Ag = np.array(pd.Ag)
         pin.dccrba(pm, pd, qp, v)
         rate("A_G rate", cen.A_G_dot, ours(np.asarray(pd.dAg) @ T + Ag @ Td))
-        dh_dq = pin.computeCentroidalDynamicsDerivatives(pm, pd, qp, v, a)[0]
+        dh_dq, dhd_dq, dhd_dv, _ = pin.computeCentroidalDynamicsDerivatives(pm, pd, qp, v, a)
+        if all(lay[0] != "free" for lay in peer.layout):   # the rate's derivatives: no free joint, T a permutation
+            dq, du, _ = s.centroidal_rate_derivatives(q, u, ud)
+            rate("h_G rate derivative dq", dq, ours(np.asarray(dhd_dq) @ T))
+            rate("h_G rate derivative du", du, ours(np.asarray(dhd_dv) @ T))
         rate("h_G derivative", s.centroidal_derivatives(q, u)[0], ours(np.asarray(dh_dq) @ T + Ag @ peer.dTu(q, u)))
         rec("h_G", cen.h_G, ours(pd.hg.vector))
         Ig = pd.Ig.matrix()
