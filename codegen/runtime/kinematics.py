@@ -61,15 +61,6 @@ class AllTerms(NamedTuple):
     centroidal: Centroidal
 
 
-def _vec(a, n: int, name: str) -> Optional[np.ndarray]:
-    if a is None:
-        return None
-    a = np.ascontiguousarray(a, dtype=float).reshape(-1)
-    if a.size != n:
-        raise ValueError(f"{name}: expected {n} values, got {a.size}")
-    return a
-
-
 _com, _centroidal = CenterOfMass._make, Centroidal._make       # records from the engine's tuples (no __new__ call)
 
 
@@ -199,9 +190,6 @@ class Kinematics:
             return int(REFERENCES[reference])
         except (KeyError, TypeError):
             raise ValueError(f"reference {reference!r}: one of {', '.join(map(repr, REFERENCES))}") from None
-
-    def _q(self, q):
-        return _vec(q, self.nq, "q")
 
     # ---------------------------------------------------------------- frame kinematics
     def frame_placement(self, q, frame):
