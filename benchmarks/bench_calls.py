@@ -138,15 +138,20 @@ def _us(x):
     return f"{x:.3g}" if x < 100 else f"{x:,.0f}"
 
 
-def markdown(doc) -> str:
+def run_lines(doc) -> list:
+    """The command, machine, load and versions lines of a per-call results page (bench_calls, bench_kinematics)."""
     mi = doc["machine"]
+    return [f"- command: `{doc['command']}`",
+            f"- date: {mi['date']}; machine: {mi['cpu']}, {mi['cores']} cores; load average at start "
+            f"{', '.join(f'{x:.2f}' for x in mi['loadavg_start'])}"
+            + (f", at end {', '.join(f'{x:.2f}' for x in doc['loadavg_end'])}" if doc.get("loadavg_end") else ""),
+            f"- versions: python {mi['python']}, numpy {mi['numpy']}, Cython {mi['cython']}, "
+            f"pinocchio {mi['pinocchio']}, mbgen {mi['mbgen']}; {mi['compiler']}"]
+
+
+def markdown(doc) -> str:
     L = ["# Forward and inverse dynamics per call from Python, ours against pinocchio (chain(n))", "",
-         f"- command: `{doc['command']}`",
-         f"- date: {mi['date']}; machine: {mi['cpu']}, {mi['cores']} cores; load average at start "
-         f"{', '.join(f'{x:.2f}' for x in mi['loadavg_start'])}"
-         + (f", at end {', '.join(f'{x:.2f}' for x in doc['loadavg_end'])}" if doc.get("loadavg_end") else ""),
-         f"- versions: python {mi['python']}, numpy {mi['numpy']}, Cython {mi['cython']}, pinocchio {mi['pinocchio']}, "
-         f"mbgen {mi['mbgen']}; {mi['compiler']}",
+         *run_lines(doc),
          f"- {doc['config']['repeats']} batches of ~{doc['config']['batch_time']} s per runner, all runners "
          "interleaved round robin; medians in µs of CPU time of the calling thread per call (`time.thread_time`: "
          "the machine is shared, and time slices lost to other processes would otherwise count). Ours with "

@@ -49,7 +49,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 import codegen  # noqa: E402
-from bench_calls import python_batch  # noqa: E402
+from bench_calls import _us, python_batch, run_lines  # noqa: E402
 from bench_recursive import estimate, interleaved, machine_info  # noqa: E402
 
 TOL = 1e-9
@@ -157,19 +157,9 @@ def bench_robot(name, path, floating, args, cfg) -> dict:
     return row
 
 
-def _us(x):
-    x *= 1e6
-    return f"{x:.3g}" if x < 100 else f"{x:,.0f}"
-
-
 def markdown(doc) -> str:
-    mi = doc["machine"]
     L = ["# Kinematics, centre of mass and centroidal terms per call from Python, ours against pinocchio", "",
-         f"- command: `{doc['command']}`",
-         f"- date: {mi['date']}; machine: {mi['cpu']}, {mi['cores']} cores; load average at start "
-         f"{', '.join(f'{x:.2f}' for x in mi['loadavg_start'])}",
-         f"- versions: python {mi['python']}, numpy {mi['numpy']}, Cython {mi['cython']}, pinocchio {mi['pinocchio']}, "
-         f"mbgen {mi['mbgen']}; {mi['compiler']}",
+         *run_lines(doc),
          f"- {doc['config']['repeats']} batches of ~{doc['config']['batch_time']} s per runner, interleaved round "
          "robin; medians in µs of the calling thread's CPU time per call. Every quantity checked against "
          f"pinocchio to {TOL:g} before timing (tests/support/kinematics.py). Ratio: ours / pinocchio (< 1: ours "
