@@ -19,6 +19,7 @@ class Fail(IntEnum):
     DEPENDENT_ROWS = 6        # cut joints: the loop-closure constraints became dependent
     DEGRADED = 7              # grcr, switching GCL: no well-conditioned structure, the run must restructure
     INTERRUPTED = 8           # a signal (Ctrl-C, SIGTERM) stopped the run: its exception is raised by the driver
+    SINGULAR = 9              # euler, implicitfast, implicit: the step's matrix M - h D could not be factored
 
 
 FAIL_REASONS = {Fail.NONFINITE: "the state became non-finite (NaN or inf)",
@@ -28,7 +29,9 @@ FAIL_REASONS = {Fail.NONFINITE: "the state became non-finite (NaN or inf)",
                 Fail.RUNAWAY: "the energy ran away",
                 Fail.DEPENDENT_ROWS: "the loop-closure constraints became dependent",
                 Fail.DEGRADED: "no loop structure (GCL) with well-conditioned dependents was found",
-                Fail.INTERRUPTED: "interrupted by a signal"}
+                Fail.INTERRUPTED: "interrupted by a signal",
+                Fail.SINGULAR: "the implicit step's matrix M - h dF/du is singular (or, symmetric, not positive "
+                               "definite)"}
 
 
 class Switching(IntEnum):
@@ -47,6 +50,15 @@ class Step(IntEnum):
     FAILED = -2               # dopri5 failed: fail_code, fail_t, fail_sample and fail_index say where and why
 
 
+class Integrator(IntEnum):
+    """The fixed-step integrators of the engine's run_steps (MuJoCo's mjtIntegrator names and meaning)."""
+
+    RK4 = 0                   # classic Runge-Kutta 4 (the engine's rk4)
+    EULER = 1                 # MuJoCo's Euler: semi-implicit, the joint dampers implicit
+    IMPLICITFAST = 2          # MuJoCo's implicitfast: velocity-implicit in the force elements' partials
+    IMPLICIT = 3              # MuJoCo's implicit: also the bias (Coriolis, centrifugal) forces' partials
+
+
 class Poll(IntEnum):
     """How often a compiled run looks for a pending signal (Ctrl-C, SIGTERM): every EVERY steps (~1-20 ms)."""
 
@@ -61,8 +73,8 @@ class Reference(IntEnum):
     LOCAL_WORLD_ALIGNED = 2   # world axes, at the frame's origin
 
 
-TEMPLATE_ENUMS = {"FAIL": Fail, "SWITCH": Switching, "POLL": Poll, "STEP": Step}  # C names: FAIL_NONFINITE, STEP_OK, ...
+TEMPLATE_ENUMS = {"FAIL": Fail, "SWITCH": Switching, "POLL": Poll, "STEP": Step, "INT": Integrator}  # C names: FAIL_NONFINITE, STEP_OK, ...
 
 ENGINE_ENUMS = {**TEMPLATE_ENUMS, "REF": Reference}     # the engine's: REF_LOCAL, ... (engine_kinematics.pxi)
 
-__all__ = ["ENGINE_ENUMS", "FAIL_REASONS", "Fail", "Poll", "Reference", "Step", "Switching", "TEMPLATE_ENUMS"]
+__all__ = ["ENGINE_ENUMS", "FAIL_REASONS", "Fail", "Integrator", "Poll", "Reference", "Step", "Switching", "TEMPLATE_ENUMS"]

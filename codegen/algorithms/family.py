@@ -10,6 +10,11 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, Tuple
 
 
+# MuJoCo's velocity-implicit single steps (the engine's implicit_steps; codegen.algorithms.codes.Integrator), which
+# every rigid-tree family's modules take (implicit: with their derivative kernels)
+MUJOCO_STEPS = ("euler", "implicitfast", "implicit")
+
+
 class BuildError(RuntimeError):
     """A model this algorithm cannot build, a bad option, or a failed compilation."""
 
@@ -30,7 +35,7 @@ class Family:
     option_help: Dict[str, str] = field(default_factory=dict)           # name -> help (the CLI's --name)
     run_options: Dict[str, Tuple[str, str]] = field(default_factory=dict)   # run-time options (not in the
     #                                  kernel): name -> (metavar, help); System takes them, the CLI as --name
-    integrators: Tuple[str, ...] = ("rk4", "dopri5")
+    integrators: Tuple[str, ...] = ("rk4", "dopri5") + MUJOCO_STEPS
     kernel_class: str = "System"     # the cdef class of the generated module
     check: Callable = None           # model -> None or raise BuildError (limits of the method)
     loops: bool = False              # takes closed loops (cut joints, the model's `loops:` section)

@@ -424,6 +424,8 @@ def template_vars(plan: Plan, work_size: int, lean: frozenset = frozenset()) -> 
     from ..symbolic.body_kernels import body_kernels
     from ..symbolic.joints import column_carriers, jcalc_code
     pats = plan.patterns()
+    # standalone free bodies (a free joint on the ground, nothing below it): implicitfast takes their bias forces
+    free_bodies = [j for j, t in enumerate(plan.types) if t == "free" and plan.parent[j] < 0 and j not in plan.parent]
     kinds = tuple(sorted(set(pats), key=lambda p: p.name))
     ksegments, kind_code = runs(pats)
     return dict(ksegments=ksegments, kind_code=kind_code, jt_code=plan.jt_code,
@@ -438,7 +440,7 @@ def template_vars(plan: Plan, work_size: int, lean: frozenset = frozenset()) -> 
                 param_layouts=PARAM_LAYOUTS,
                 ctrl_sources=CTRL_SOURCES, limits=plan.limits, tendons=plan.tendons, frictions=plan.frictions,
                 segments=plan.segments, parent=plan.parent, iq=plan.iq, iv=plan.iv, quat=plan.quat_offsets,
-                jcalc={t: jcalc_code(t) for t in plan.joint_types_used}, forces=plan.forces,
+                qv=position_map(plan), free_bodies=free_bodies, free_v=[plan.iv[j] for j in free_bodies], jcalc={t: jcalc_code(t) for t in plan.joint_types_used}, forces=plan.forces,
                 work_size=work_size + 8, types_nv=[(t, JOINT_TYPES[t].nv) for t in plan.joint_types_used],
                 **derivative_vars(plan))
 
@@ -478,6 +480,23 @@ def ancestor_runs(parent, iv, nvj, nv: int) -> dict:
                                   "entries run over each subtree's contiguous DOF range")
     subv = [iv[j + size[j]] if j + size[j] < nb else nv for j in range(nb)]
     return dict(drun0=run0, drunp=runp, dsubv=subv, deriv_refusal="")
+
+
+def position_map(plan: Plan) -> list:
+    """Per coordinate, the velocity that moves it in the implicit steps' q <- q (+) h u.
+
+    The engine's integrate_pos: the velocity at the same place in the joint's lists, -1 inside a unit quaternion
+    (turned by its body rate), the coordinates after it by the velocities after the rate (a free joint's)."""
+    qv = [-1] * plan.nq
+    for k, t in enumerate(plan.types):
+        jt = JOINT_TYPES[t]
+        o = jt.quaternion
+        for i in range(jt.nq):
+            if o is None or i < o:
+                qv[plan.iq[k] + i] = plan.iv[k] + i
+            elif i >= o + 4:
+                qv[plan.iq[k] + i] = plan.iv[k] + i - 1
+    return qv
 
 
 def derivative_vars(plan: Plan) -> dict:

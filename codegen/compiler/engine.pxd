@@ -28,8 +28,18 @@ cdef class Engine:
     # ---------------------------------------------------------------- run switches the model's methods read
     cdef public int project_on      # closed loops: project the state onto the constraints after each step
     cdef public int step_threads    # 2: rk4 on two threads (pipelined models), else serial
+    # ---------------------------------------------------------------- the velocity-implicit steps (init_steps)
+    cdef int* qv                    # NQ: the velocity that moves each coordinate (-1: inside a unit quaternion)
+    cdef int nquat                  # unit quaternions in q
+    cdef int* quat                  # their offsets in q, then the offsets of their body rates in u
+    cdef double* smat               # M, D, S (NV x NV each), then a, b (NV each): the steps' matrices (lazily)
+    cdef int* piv                   # NV: the LU solve's row exchanges
+    cdef int nfree                  # standalone free bodies (a free joint on the ground, nothing below it)
+    cdef int* freev                 # their first velocities (implicitfast solves their 6 x 6 blocks apart)
 
     cdef int init_engine(self, int nq, int nv, int nx, int nout, int pipelined) except -1
+    cdef int init_steps(self, const int* qv, int nquat, const int* quat, const int* quatv, int nfree,
+                        const int* freev) except -1
 
     # ---------------------------------------------------------------- the model's methods (its module overrides)
     cdef void rhs(self, double t, const double* x, double* xd) noexcept nogil
@@ -37,6 +47,10 @@ cdef class Engine:
     cdef void project(self, double* x, double t) noexcept nogil
     cdef int rk4_pipe(self, double t, double* x, double h, int nsteps) noexcept nogil
     cdef void sample_outputs(self, const double* x, double* out, int from_kin) noexcept nogil
+    cdef int step_matrices(self, double t, const double* x, const double* xd, int method, double* M,
+                           double* D, double* S) noexcept nogil
+    cdef void advance_act(self, double* x, const double* xd, double h) noexcept nogil
+    cdef int step_prepare(self, int method) except -1
 
     # ---------------------------------------------------------------- the engine's
     cdef bint finite_state(self, const double* x, int n) noexcept nogil
@@ -44,6 +58,9 @@ cdef class Engine:
     cdef void normalize_quat(self, double* x, int o) noexcept nogil
     cdef int rk4(self, double t, double* x, double h, int nsteps) noexcept nogil
     cdef int step_end(self, double* t, const double* x, double h) noexcept nogil
+    cdef void integrate_pos(self, double* q, const double* v, double h) noexcept nogil
+    cdef int implicit_steps(self, double t, double* x, double h, int nsteps, int method) noexcept nogil
+    cdef int steps_ready(self, int method) except -1
     cdef int poll_signals(self) noexcept nogil
     cdef int hook_error_flag(self) noexcept nogil
     cdef int dopri5_fail(self, int code, double t, int iout, const double* bad, const double* x, double hh,
@@ -108,6 +125,7 @@ cdef class TreeEngine(Engine):
     cdef void totals(self, double* out) noexcept nogil
     cdef void momentum_matrix(self, const TreeKin* k, const double* G, double* AG, int ld, int rows) noexcept nogil
     cdef void tree_crba(self, const TreeKin* k, double* Mq) noexcept nogil
+    cdef void free_gyro(self, const TreeKin* k, const double* u, int b, double* D) noexcept nogil
     cdef void momentum_matrix_dot(self, const TreeKin* k, const double* u, const double* G, const double* Gd,
                                   double* AGd) noexcept nogil
     cdef void momentum(self, const TreeKin* k, const double* acc, const double* G, double* h,

@@ -8,10 +8,11 @@ Every model's module subclasses Engine (codegen/compiler/engine.pxd) and overrid
 alone, with the model's sizes (nq, nv, nx, nout) as numbers, not compile-time constants.
 
 Roadmap: divergence watch (finite_state, clear_failure) -> integrators (rk4 and its step_end, dopri5 and
-dopri5_fail) -> signals and the force hook (poll_signals, hook_error_flag, raise_pending) -> checked drivers
-(run_rk4, run_dopri5: the Python API of a run).
+dopri5_fail; MuJoCo's velocity-implicit single steps euler, implicitfast, implicit: implicit_steps with the
+model's step_matrices, integrate_pos, the small dense solves) -> signals and the force hook (poll_signals,
+hook_error_flag, raise_pending) -> checked drivers (run_steps, run_rk4, run_dopri5: the Python API of a run).
 """
-from libc.math cimport sqrt, fabs
+from libc.math cimport sqrt, fabs, sin, cos
 from libc.stdlib cimport calloc, free
 from libc.string cimport memcpy, memset
 import numpy as np
@@ -108,6 +109,74 @@ cdef double* acquire(object a, Py_buffer* v, Py_ssize_t n, str name, bint writab
     return <double*> v.buf
 
 
+# ---------------------------------------------------------------- small dense solves (the implicit steps)
+cdef int cholesky_solve(int n, double* A, double* b) noexcept nogil:
+    """b <- A^-1 b for a symmetric positive definite A (n x n, row major) given by its lower triangle: A = L L^T in
+    place (L in the lower triangle). Returns 1 when A is not positive definite."""
+    cdef int i, j, k
+    cdef double s, f
+    for j in range(n):
+        s = A[j * n + j]
+        for k in range(j):
+            s -= A[j * n + k] * A[j * n + k]
+        if not s > 0.0:
+            return 1
+        s = sqrt(s)
+        A[j * n + j] = s
+        for i in range(j + 1, n):
+            f = A[i * n + j]
+            for k in range(j):
+                f -= A[i * n + k] * A[j * n + k]
+            A[i * n + j] = f / s
+    for i in range(n):                      # L y = b
+        s = b[i]
+        for k in range(i):
+            s -= A[i * n + k] * b[k]
+        b[i] = s / A[i * n + i]
+    for i in range(n - 1, -1, -1):          # L^T x = y
+        s = b[i]
+        for k in range(i + 1, n):
+            s -= A[k * n + i] * b[k]
+        b[i] = s / A[i * n + i]
+    return 0
+
+
+cdef int lu_solve(int n, double* A, int* piv, double* b) noexcept nogil:
+    """b <- A^-1 b by Gaussian elimination with partial pivoting (A, n x n row major, overwritten by its LU
+    factors). Returns 1 when a pivot is zero (A singular)."""
+    cdef int i, j, k, p
+    cdef double m, big, t
+    for k in range(n):
+        p, big = k, fabs(A[k * n + k])
+        for i in range(k + 1, n):
+            if fabs(A[i * n + k]) > big:
+                p, big = i, fabs(A[i * n + k])
+        if not big > 0.0:
+            return 1
+        piv[k] = p
+        if p != k:
+            for j in range(n):
+                t = A[k * n + j]; A[k * n + j] = A[p * n + j]; A[p * n + j] = t
+            t = b[k]; b[k] = b[p]; b[p] = t
+        for i in range(k + 1, n):
+            m = A[i * n + k] / A[k * n + k]
+            A[i * n + k] = m
+            if m != 0.0:
+                for j in range(k + 1, n):
+                    A[i * n + j] -= m * A[k * n + j]
+                b[i] -= m * b[k]
+    for i in range(n - 1, -1, -1):
+        t = b[i]
+        for j in range(i + 1, n):
+            t -= A[i * n + j] * b[j]
+        b[i] = t / A[i * n + i]
+    return 0
+
+
+# the fixed-step integrators by name (codegen.algorithms.codes.Integrator), for the run drivers and rollouts
+STEP_METHODS = {"rk4": INT_RK4, "euler": INT_EULER, "implicitfast": INT_IMPLICITFAST, "implicit": INT_IMPLICIT}
+
+
 def f64(a, n=None):
     """a as a C-contiguous float64 array (of shape n, if given)."""
     out = np.ascontiguousarray(a, dtype=np.float64)
@@ -121,9 +190,11 @@ cdef class Engine:
         self.ktmp = NULL
         self.oprev = NULL
         self.step_threads = 1
+        self.qv = self.quat = self.piv = self.freev = NULL
+        self.smat = NULL
 
     def __dealloc__(self):
-        free(self.ktmp)
+        free(self.ktmp); free(self.qv); free(self.quat); free(self.smat); free(self.piv); free(self.freev)
 
     cdef int init_engine(self, int nq, int nv, int nx, int nout, int pipelined) except -1:
         """The model's sizes, from its module's __cinit__; allocates the integrators' stages."""
@@ -132,6 +203,28 @@ cdef class Engine:
         self.ktmp = <double*> calloc(16 * nx + 16, sizeof(double))
         if self.ktmp == NULL:
             raise MemoryError()
+        return 0
+
+    cdef int init_steps(self, const int* qv, int nquat, const int* quat, const int* quatv, int nfree,
+                        const int* freev) except -1:
+        """The coordinates' map of the position update q <- q (+) h u (integrate_pos): the velocity that moves
+        each coordinate (qv, NQ; -1 inside a unit quaternion), the nquat unit quaternions' offsets in q (quat)
+        and their body rates' in u (quatv); the first velocities of the nfree standalone free bodies (freev). From
+        the module's __cinit__ (models without it: no implicit steps)."""
+        cdef int k
+        free(self.qv); free(self.quat); free(self.freev)
+        self.qv = <int*> calloc(self.nq + 1, sizeof(int))
+        self.quat = <int*> calloc(2 * nquat + 1, sizeof(int))
+        self.freev = <int*> calloc(nfree + 1, sizeof(int))
+        if self.qv == NULL or self.quat == NULL or self.freev == NULL:
+            raise MemoryError()
+        memcpy(self.qv, qv, self.nq * sizeof(int))
+        memcpy(self.freev, freev, nfree * sizeof(int))
+        self.nfree = nfree
+        for k in range(nquat):
+            self.quat[k] = quat[k]
+            self.quat[nquat + k] = quatv[k]
+        self.nquat = nquat
         return 0
 
     # ================================================================== the model's (overridden by its module)
@@ -155,6 +248,26 @@ cdef class Engine:
         """The nout outputs of state x (from_kin: from the kinematics the last rhs(x) took, else a pass of
         their own)."""
         pass
+
+    cdef int step_matrices(self, double t, const double* x, const double* xd, int method, double* M,
+                           double* D, double* S) noexcept nogil:
+        """After rhs(t, x) gave xd: the mass matrix M (nv x nv, armature included) at x and D = dF/du, the
+        velocity partials of the generalized forces F (MuJoCo's qDeriv) that the step of `method` takes
+        implicitly: INT_EULER the joint dampers' diagonal, INT_IMPLICITFAST every force element's,
+        INT_IMPLICIT also the bias forces' (-dC/du). S: nv x nv scratch. Returns 0, 2 when D = 0 (the step is
+        explicit: M is not computed), 1 when the model cannot (it has no such step)."""
+        return 1
+
+    cdef int step_prepare(self, int method) except -1:
+        """Before a run of a velocity-implicit method: the model's workspace for step_matrices."""
+        return 0
+
+    cdef void advance_act(self, double* x, const double* xd, double h) noexcept nogil:
+        """The activations after a velocity-implicit step: act += h dact/dt (the model's filterexact actuators:
+        exactly, act += dact/dt tau (1 - exp(-h / tau)), as MuJoCo's mj_nextActivation); clamped by normalize."""
+        cdef int k
+        for k in range(self.nq + self.nv, self.nx):
+            x[k] += h * xd[k]
 
     # ================================================================== divergence watch
     cdef bint finite_state(self, const double* x, int n) noexcept nogil:
@@ -230,6 +343,133 @@ cdef class Engine:
         if self.nsig >= POLL_EVERY and self.poll_signals():
             return STEP_STOP
         return STEP_OK
+
+    # ------------------------------------------------------------------ MuJoCo's velocity-implicit single steps
+    cdef void integrate_pos(self, double* q, const double* v, double h) noexcept nogil:
+        """q <- q (+) h v, as MuJoCo's mj_integratePos: q_i += h v_qv[i] for every coordinate outside a unit
+        quaternion; a unit quaternion turned by its body rate w: q <- q exp(h w / 2) (mju_quatIntegrate: q
+        normalised first, the axis of a rate below 1e-15 taken as x)."""
+        cdef int i, k, o
+        cdef const double* w
+        cdef double nw, a, s, c, ax, ay, az, q0, q1, q2, q3, nq
+        for i in range(self.nq):
+            if self.qv[i] >= 0:
+                q[i] += h * v[self.qv[i]]
+        for k in range(self.nquat):
+            o = self.quat[k]
+            w = v + self.quat[self.nquat + k]
+            nw = sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2])
+            if nw < 1e-15:
+                ax, ay, az = 1.0, 0.0, 0.0
+            else:
+                ax, ay, az = w[0] / nw, w[1] / nw, w[2] / nw
+            a = h * nw
+            if a == 0.0:
+                c, s = 1.0, 0.0
+            else:
+                c, s = cos(0.5 * a), sin(0.5 * a)
+            nq = sqrt(q[o] * q[o] + q[o + 1] * q[o + 1] + q[o + 2] * q[o + 2] + q[o + 3] * q[o + 3])
+            if nq < 1e-15:
+                q[o], q[o + 1], q[o + 2], q[o + 3] = 1.0, 0.0, 0.0, 0.0
+            elif fabs(nq - 1.0) > 1e-15:
+                q[o] /= nq; q[o + 1] /= nq; q[o + 2] /= nq; q[o + 3] /= nq
+            q0, q1, q2, q3 = q[o], q[o + 1], q[o + 2], q[o + 3]
+            ax, ay, az = s * ax, s * ay, s * az           # q <- q (c, s axis)
+            q[o] = q0 * c - q1 * ax - q2 * ay - q3 * az
+            q[o + 1] = q0 * ax + q1 * c + q2 * az - q3 * ay
+            q[o + 2] = q0 * ay - q1 * az + q2 * c + q3 * ax
+            q[o + 3] = q0 * az + q1 * ay - q2 * ax + q3 * c
+
+    cdef int implicit_steps(self, double t, double* x, double h, int nsteps, int method) noexcept nogil:
+        """nsteps of MuJoCo's Euler (method INT_EULER), implicitfast or implicit single step [MuJoCo, Computation,
+        Numerical integration], from (t, x) in place:
+            (M - h D) a = M udot = F            (F the model's forces at (t, x), its constraint forces in)
+            u1 = u + h a,   q1 = q (+) h u1,    act1 = act + h dact/dt (filterexact: exactly), clamped
+        D = dF/du from step_matrices: Euler the joint dampers (none: a = udot), symmetric M - h D by Cholesky
+        (euler, implicitfast: its lower triangle, as MuJoCo's), implicit by LU. implicitfast solves the 6 x 6
+        block of a standalone free body apart, by LU with its bias forces' partials (MuJoCo's mjd_freeMhat; the
+        block is uncoupled). A matrix that cannot be factored sets fail_code = FAIL_SINGULAR, a non-finite state
+        FAIL_NONFINITE (fail_t: the end of that step)."""
+        cdef int n = self.nv, s, i, j, rc, b, o
+        cdef double* xd = self.ktmp
+        cdef double* M = self.smat
+        cdef double* D = M + n * n
+        cdef double* S = D + n * n
+        cdef double* a = S + n * n
+        cdef double* ud = xd + self.nq
+        cdef double pw, f
+        cdef double Hb[36]
+        cdef double fb[6]
+        cdef int pb[6]
+        for s in range(nsteps):
+            self.rhs(t, x, xd)
+            if self.oprev != NULL:              # the sample x: its outputs from the kinematics rhs just took
+                self.sample_outputs(x, self.oprev, 1)
+                self.oprev = NULL
+            pw = self.pnc
+            rc = self.step_matrices(t, x, xd, method, M, D, S)
+            if rc == 2:                         # D = 0: the explicit acceleration
+                memcpy(a, ud, n * sizeof(double))
+            else:
+                if method == INT_IMPLICITFAST and self.nfree:
+                    memcpy(S, M, n * n * sizeof(double))        # M, for the free bodies' blocks
+                for i in range(n):              # a = F = M udot; M <- M - h D
+                    f = 0.0
+                    for j in range(n):
+                        f += M[i * n + j] * ud[j]
+                        M[i * n + j] -= h * D[i * n + j]
+                    a[i] = f
+                for b in range(self.nfree if method == INT_IMPLICITFAST else 0):
+                    o = self.freev[b]               # the symmetric solve keeps M on a free body's rows
+                    memcpy(M + o * n, S + o * n, 6 * n * sizeof(double))
+                if rc != 0 or (lu_solve(n, M, self.piv, a) if method == INT_IMPLICIT
+                               else cholesky_solve(n, M, a)):
+                    if self.fail_code == FAIL_NONE:
+                        self.fail_code = FAIL_SINGULAR
+                        self.fail_t = t + h
+                    return STEP_OK
+                for b in range(self.nfree if method == INT_IMPLICITFAST else 0):
+                    o = self.freev[b]               # the block of M - h D, by LU: its bias partials unsymmetric
+                    for i in range(6):
+                        fb[i] = 0.0
+                        for j in range(n):
+                            fb[i] += S[(o + i) * n + j] * ud[j]
+                        for j in range(6):
+                            Hb[6 * i + j] = S[(o + i) * n + o + j] - h * D[(o + i) * n + o + j]
+                    if lu_solve(6, Hb, pb, fb):
+                        if self.fail_code == FAIL_NONE:
+                            self.fail_code = FAIL_SINGULAR
+                            self.fail_t = t + h
+                        return STEP_OK
+                    memcpy(a + o, fb, 6 * sizeof(double))
+            for i in range(n):
+                x[self.nq + i] += h * a[i]
+            self.integrate_pos(x, x + self.nq, h)
+            self.advance_act(x, xd, h)
+            self.wnc += h * pw                  # the work: the power at the step's start
+            self.normalize(x)
+            if self.project_on:
+                self.project(x, t + h)
+            if self.step_end(&t, x, h) != STEP_OK:
+                return STEP_STOP
+        return STEP_OK
+
+    cdef int steps_ready(self, int method) except -1:
+        """Before a run of `method` (INT_RK4 ... INT_IMPLICIT): the velocity-implicit steps' matrices and the
+        model's workspace; ValueError for an unknown method or a model without those steps."""
+        if method == INT_RK4:
+            return 0
+        if method not in (INT_EULER, INT_IMPLICITFAST, INT_IMPLICIT):
+            raise ValueError(f"run_steps: unknown integrator code {method}")
+        if self.qv == NULL:
+            raise ValueError("run_steps: this model has no velocity-implicit steps (euler, implicitfast, implicit)")
+        if self.smat == NULL:
+            self.smat = <double*> calloc(3 * self.nv * self.nv + 2 * self.nv + 1, sizeof(double))
+            self.piv = <int*> calloc(self.nv + 1, sizeof(int))
+            if self.smat == NULL or self.piv == NULL:
+                raise MemoryError()
+        self.step_prepare(method)
+        return 0
 
     def raise_pending(self):
         """After a run: the exception of a signal handler met during it, or the force hook's error."""
@@ -435,7 +675,13 @@ cdef class Engine:
 
     # ================================================================== checked drivers (Python API)
     def run_rk4(self, double t0, x, double h, int nsamples, int substeps=1, wout=None, oout=None):
-        """RK4 from t0 with x = [q, u] advanced in place: nsamples samples of substeps steps of size h.
+        """run_steps with rk4 (the same arguments and results)."""
+        return self.run_steps(INT_RK4, t0, x, h, nsamples, substeps, wout, oout)
+
+    def run_steps(self, int method, double t0, x, double h, int nsamples, int substeps=1, wout=None, oout=None):
+        """A fixed-step run of `method` (codegen.algorithms.codes.Integrator: rk4, or MuJoCo's euler,
+        implicitfast, implicit) from t0 with x = [q, u, act] advanced in place: nsamples samples of substeps
+        steps of size h.
         Returns (samples (nsamples x (nq + nv)), number of good samples).  At the first non-finite state it
         stops: fail_code = FAIL_NONFINITE, fail_t = the time of that state, fail_sample = the sample that holds it;
         x is left at that (bad) state and the rows from fail_sample on are NaN.  wout (nsamples float64, optional):
@@ -445,7 +691,8 @@ cdef class Engine:
         step's first stage (the last: its own pass)."""
         cdef int n = self.nx
         if oout is not None and self.nout == 0:
-            raise ValueError("run_rk4: oout: this model has no in-loop outputs")
+            raise ValueError("run_steps: oout: this model has no in-loop outputs")
+        self.steps_ready(method)
         xout = np.zeros((nsamples, n))
         cdef Py_buffer vx, vo, vw, vout
         cdef double* px = acquire(x, &vx, n, "state", True)
@@ -459,7 +706,10 @@ cdef class Engine:
         with nogil:
             for s in range(nsamples):
                 self.oprev = (pout + (s - 1) * self.nout) if (pout != NULL and s > 0) else NULL
-                rc = self.rk4(t0 + s * substeps * h, px, h, substeps)
+                if method == INT_RK4:
+                    rc = self.rk4(t0 + s * substeps * h, px, h, substeps)
+                else:
+                    rc = self.implicit_steps(t0 + s * substeps * h, px, h, substeps, method)
                 if rc != STEP_OK:
                     break
                 if self.fail_code != 0:

@@ -10,6 +10,7 @@ cpdef enum Fail:                # codegen.algorithms.codes.Fail
     FAIL_DEPENDENT_ROWS = 6
     FAIL_DEGRADED = 7
     FAIL_INTERRUPTED = 8
+    FAIL_SINGULAR = 9
 cpdef enum Switching:                # codegen.algorithms.codes.Switching
     SWITCH_OFF = 0
     SWITCH_ACS = 1
@@ -20,6 +21,11 @@ cpdef enum Step:                # codegen.algorithms.codes.Step
     STEP_OK = 0
     STEP_STOP = -1
     STEP_FAILED = -2
+cpdef enum Integrator:                # codegen.algorithms.codes.Integrator
+    INT_RK4 = 0
+    INT_EULER = 1
+    INT_IMPLICITFAST = 2
+    INT_IMPLICIT = 3
 cpdef enum Reference:                # codegen.algorithms.codes.Reference
     REF_LOCAL = 0
     REF_WORLD = 1

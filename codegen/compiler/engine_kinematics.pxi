@@ -1250,6 +1250,40 @@ cdef class TreeEngine(Engine):
             f64_ptr(hd)[a] = y
         return AG, AGd, h, hd, I, Gv, M
 
+    cdef void free_gyro(self, const TreeKin* k, const double* u, int b, double* D) noexcept nogil:
+        """D (nv x nv) -= dC/du, C the bias forces of body b on a free joint with nothing below it (MuJoCo's
+        standalone free body, whose implicitfast step takes them implicitly: mjd_freeMhat). v the world velocity
+        of its origin, w its body rate, c its centroid and I_O its inertia about the origin (body axes), R = A_b:
+            C_v = m R (w x (w x c)),    C_w = w x (I_O w)                   (Newton-Euler about the origin)
+            dC_v/dw = R ((w . mc) 1 + w mc^T - 2 mc w^T),    dC_w/dw = [w]x I_O - [I_O w]x,    dC/dv = 0."""
+        cdef int n = self.nv, o = self.iv[b], r, c
+        cdef const double* ib = k.ib + 10 * b
+        cdef const double* R = k.A + 9 * b
+        cdef const double* w = u + o + 3
+        cdef double I[9]
+        cdef double G[9]
+        cdef double Iw[3]
+        cdef double wc = w[0] * ib[1] + w[1] * ib[2] + w[2] * ib[3]
+        I[0], I[1], I[2], I[4], I[5], I[8] = ib[4], ib[5], ib[6], ib[7], ib[8], ib[9]
+        I[3], I[6], I[7] = I[1], I[2], I[5]
+        for r in range(3):
+            for c in range(3):
+                G[3 * r + c] = (wc if r == c else 0.0) + w[r] * ib[1 + c] - 2.0 * ib[1 + r] * w[c]
+        for r in range(3):
+            for c in range(3):
+                D[(o + r) * n + o + 3 + c] -= R[3 * r] * G[c] + R[3 * r + 1] * G[3 + c] + R[3 * r + 2] * G[6 + c]
+        kx_mv(I, w, Iw)
+        for c in range(3):                                  # [w]x I_O, column c: w x I_O e_c
+            D[(o + 3) * n + o + 3 + c] -= w[1] * I[6 + c] - w[2] * I[3 + c]
+            D[(o + 4) * n + o + 3 + c] -= w[2] * I[c] - w[0] * I[6 + c]
+            D[(o + 5) * n + o + 3 + c] -= w[0] * I[3 + c] - w[1] * I[c]
+        D[(o + 3) * n + o + 4] += -Iw[2]                    # - [I_O w]x
+        D[(o + 3) * n + o + 5] += Iw[1]
+        D[(o + 4) * n + o + 3] += Iw[2]
+        D[(o + 4) * n + o + 5] += -Iw[0]
+        D[(o + 5) * n + o + 3] += -Iw[1]
+        D[(o + 5) * n + o + 4] += Iw[0]
+
     cdef void tree_crba(self, const TreeKin* k, double* Mq) noexcept nogil:
         """Mq (nv x nv) = the mass matrix (after subtree_sums): per column j of joint b, the momentum about the
         world origin of the subtree of b moving with it, F = (k_O; l) = (K_b hw + S1_b x vO; M_b vO + hw x S1_b),

@@ -240,6 +240,12 @@ def model_from_mjmodel(mj, path: str = "<mjcf>", ignore_contacts: bool = False,
         problems.append(f"gravity compensation on bodies {listing(bnames[i] for i in np.flatnonzero(mj.body_gravcomp))}")
     if mj.opt.density or mj.opt.viscosity:
         problems.append("fluid forces (option density / viscosity)")
+    for field, what in (("actuator_damping", "actuator damping"), ("actuator_armature", "actuator armature"),
+                        ("actuator_dampingpoly", "actuator damping polynomials"),
+                        ("dof_dampingpoly", "joint damping polynomials"),
+                        ("tendon_dampingpoly", "tendon damping polynomials")):
+        if np.any(getattr(mj, field, 0)):      # MuJoCo 3.5+ passive terms, not read here
+            problems.append(f"{what} ({field})")
     springs_on = not mj.opt.disableflags & int(D.mjDSBL_SPRING)
     dampers_on = not mj.opt.disableflags & int(D.mjDSBL_DAMPER)
     for j in range(mj.njnt):
@@ -358,7 +364,34 @@ def model_from_mjmodel(mj, path: str = "<mjcf>", ignore_contacts: bool = False,
                   tendons=tendons, cuts=cuts, couplings=couplings, allow_nonphysical_inertia=True)
     model.visuals = _visuals(mj, anchor, gnames)
     model.frames = _frames(mj, mujoco, anchor, bnames)
+    model.simulation = _simulation(mj, mujoco, path)
     return model
+
+
+# MuJoCo's integrators (mjtIntegrator) -> ours of the same definition (codegen.runtime: euler, implicitfast, implicit
+# are MuJoCo's single steps; rk4 equals MuJoCo's RK4 on hinge and slide joints, docs/guide/integrators.md)
+MJ_INTEGRATORS = {"mjINT_EULER": "euler", "mjINT_RK4": "rk4", "mjINT_IMPLICIT": "implicit",
+                  "mjINT_IMPLICITFAST": "implicitfast"}
+
+
+def _simulation(mj, mujoco, path) -> dict:
+    """The file's run defaults: dt = its timestep (one step per sample) and its integrator.
+
+    A ModelWarning names an integrator we do not have, or Euler with its implicit damping disabled, and leaves the
+    default."""
+    out = {"dt": float(mj.opt.timestep)}
+    name = next((n for n in MJ_INTEGRATORS if int(getattr(mujoco.mjtIntegrator, n)) == int(mj.opt.integrator)), None)
+    if name is None:
+        kind = next((n for n in dir(mujoco.mjtIntegrator) if n.startswith("mjINT_")
+                     and int(getattr(mujoco.mjtIntegrator, n)) == int(mj.opt.integrator)), str(mj.opt.integrator))
+        warnings.warn(f"{path}: option integrator {kind}: not one of ours (MuJoCo's Euler, RK4, implicit, "
+                      "implicitfast); runs default to rk4", ModelWarning, stacklevel=3)
+    elif name == "mjINT_EULER" and mj.opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_EULERDAMP):
+        warnings.warn(f"{path}: option integrator Euler with eulerdamp disabled (fully explicit): our euler takes "
+                      "the joint dampers implicitly; runs default to rk4", ModelWarning, stacklevel=3)
+    else:
+        out["integrator"] = MJ_INTEGRATORS[name]
+    return out
 
 
 def _frames(mj, mujoco, anchor, bnames) -> Dict[str, tuple]:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from .core import ModelError, _num, _short
 
-INTEGRATORS = ("rk4", "dopri5", "hht")
+INTEGRATORS = ("rk4", "dopri5", "euler", "implicitfast", "implicit", "hht")
+RIGID_ONLY = ("euler", "implicitfast", "implicit")     # MuJoCo's single steps: rigid-body models
 MAX_SUBSTEPS = 1_000_000      # steps per sample: the command line's limit and the model file's
 SIMULATION_KEYS = ("integrator", "dt", "t_end", "substeps", "rtol", "atol", "hht_alpha", "check_energy")
 
@@ -39,6 +40,9 @@ def parse_simulation(d, source: str, beams: bool) -> dict:
                 raise ModelError(f"expected one of {', '.join(INTEGRATORS)}, got {_short(v)}", source, f)
             if v == "hht" and not beams:
                 raise ModelError("hht is for flexible-beam models only (this is a rigid-body model)", source, f)
+            if v in RIGID_ONLY and beams:
+                raise ModelError(f"{v} is for rigid-body models (this is a flexible-beam model: rk4, dopri5, hht)",
+                                 source, f)
             out[k] = v
         elif k == "substeps":
             out[k] = _num(v, source, f, positive=True, integer=True)

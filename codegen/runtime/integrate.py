@@ -13,11 +13,14 @@ from typing import Optional
 import numpy as np
 
 from .._version import __version__
-from ..algorithms.codes import FAIL_REASONS, Fail
+from ..algorithms.codes import FAIL_REASONS, Fail, Integrator
 
 # RK4 is stable for oscillatory modes while h * omega < 2 sqrt(2) = 2.83 (its stability region on the
 # imaginary axis); 2.78 leaves a small margin.
 RK4_LIMIT = 2.78
+
+# the engine's fixed-step integrators (its run_steps): rk4 and MuJoCo's velocity-implicit single steps
+FIXED_STEPS = {i.name.lower(): int(i) for i in Integrator}
 
 RUNAWAY = Fail.RUNAWAY      # not a kernel code: a finite state whose energy ran away (found after the run: runaway())
 RUNAWAY_GAIN = 0.5
@@ -153,13 +156,13 @@ def integrate_chunks(kernel, x, ts, integrator, substeps, rtol, atol, h_max, lab
         k = 0
         while k < ns:
             m = min(chunk, ns - k)
-            if integrator == "rk4":
+            if integrator in FIXED_STEPS:
                 args = () if outs is None else (outs[k + 1:k + 1 + m],)
-                out, nok = kernel.run_rk4(ts[k], x, dt / substeps, m, substeps,
-                                          None if work is None else work[k + 1:k + 1 + m], *args)
+                out, nok = kernel.run_steps(FIXED_STEPS[integrator], ts[k], x, dt / substeps, m, substeps,
+                                            None if work is None else work[k + 1:k + 1 + m], *args)
                 X[k + 1:k + 1 + m] = out
                 done = m if not kernel.fail_code else nok + 1
-                stats[0] += 4 * done * substeps
+                stats[0] += (4 if integrator == "rk4" else 1) * done * substeps
                 stats[1] += done * substeps
             elif integrator == "dopri5":
                 out, t, h, st, nok = kernel.run_dopri5(t, x, h, ts[k + 1:k + 1 + m], rtol, atol,
@@ -232,6 +235,9 @@ def divergence(system, fail, X, ts, integrator, h, stable_step=None):
         reason = "the state derivative became non-finite (NaN or inf)"
     if integrator == "rk4" and code in (Fail.NONFINITE, RUNAWAY):
         hint = system.unstable_rk4_hint(h, stable_step)
+    elif integrator in FIXED_STEPS and code in (Fail.NONFINITE, Fail.SINGULAR, RUNAWAY):
+        hint = (f"the step h = {h:g} s is too large for this model with {integrator} (it takes only the velocity "
+                "partials of the forces implicitly): use a smaller --dt or more --substeps, or --integrator dopri5")
     elif integrator == "hht" and code in (Fail.NONFINITE, Fail.NOT_PD, RUNAWAY):
         hint = f"use a smaller --dt or more --substeps (h = {h:g} s), or check the model (parameters, loads)"
     elif code in (Fail.STEP_COLLAPSED, Fail.REJECTED):

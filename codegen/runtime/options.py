@@ -35,6 +35,7 @@ class Run:
     t_end: float
     dt: float
     integrator: Optional[str] = None
+    origin: Optional[str] = None        # where the integrator came from when the call named none (meta)
     q0: object = None
     u0: object = None
     rtol: float = 1e-8

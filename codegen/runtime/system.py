@@ -18,7 +18,7 @@ import numpy as np
 from ..algorithms import FAMILIES, family
 from ..compiler import build_module
 from .derivatives import Derivatives
-from .integrate import divergence, energy_balance, integrate_chunks, runaway, start_state, versions
+from .integrate import FIXED_STEPS, divergence, energy_balance, integrate_chunks, runaway, start_state, versions
 from .options import Run
 from .result import Result
 
@@ -157,16 +157,20 @@ class System(Derivatives):
 
     def _integrate(self, x, ts, run: Run, other=None):
         """(X, stats, wall, fail) of the compiled integration over the sample times ts."""
-        run.work = np.zeros(len(ts)) if run.integrator in ("rk4", "dopri5") else None
+        run.work = np.zeros(len(ts)) if run.integrator in ("dopri5", *FIXED_STEPS) else None
         if run.threads > 1:
             self.kernel.step_threads = run.threads
         try:
-            return integrate_chunks(self.kernel, x, ts, run.integrator, run.substeps, run.rtol, run.atol, run.h_max,
+            return integrate_chunks(self._run_kernel(run.integrator), x, ts, run.integrator, run.substeps, run.rtol, run.atol, run.h_max,
                                     f"simulate {self.model.name}", run.progress, other=other, work=run.work,
                                     outs=run.outputs)
         finally:
             if run.threads > 1:
                 self.kernel.step_threads = 1
+
+    def _run_kernel(self, integrator: str):
+        """The kernel that runs `integrator` (tree families: implicit runs on the derivative kernel)."""
+        return self.kernel
 
     def _finish_run(self, meta, run: Run, stats, fail):
         """Family entries of a run's meta; returns the run's Failure (or None).
@@ -307,7 +311,7 @@ class System(Derivatives):
         return self.model.initial_state()
 
     # ---------------------------------------------------------------- simulation
-    def simulate(self, t_end: float, dt: float, integrator: Optional[str] = None, q0=None, u0=None,
+    def simulate(self, t_end: float, dt: Optional[float] = None, integrator: Optional[str] = None, q0=None, u0=None,
                  rtol: float = 1e-8, atol: float = 1e-10, h_max: Optional[float] = None, substeps: int = 1,
                  progress: bool = False, alpha: Optional[float] = None, newton_tol: Optional[float] = None,
                  max_newton: Optional[int] = None, check_energy: Optional[float] = None, keep_partial: bool = False,
@@ -320,7 +324,11 @@ class System(Derivatives):
         samples by dense output; hht (beam models): implicit HHT-alpha (alpha in [-1/3, 0]), modified Newton
         iterations with the analytical elastic Jacobian, the iteration matrix Omega + beta h^2 (1+alpha) K
         factored once per step (newton_tol: relative increment; max_newton iterations, warned if not met).
-        Default: rk4, except for beam models where dt / substeps is above the estimated
+        euler, implicitfast, implicit (rigid trees): MuJoCo's single steps of dt / substeps, velocity-implicit in
+        the joint dampers, in every force element's velocity partials, and also in the bias forces' (implicit:
+        on the derivative kernel, built on first use); docs/guide/integrators.md.
+        Default: the model file's (``simulation:``; an MJCF file's ``<option timestep integrator>``: dt = the
+        timestep), else rk4, except for beam models where dt / substeps is above the estimated
         stable rk4 step (``stable_step``), else hht (meta["integrator_choice"] says why).
 
         A run that stops being finite, or whose energy runs away (an unstable step pumps energy in), raises
@@ -372,10 +380,12 @@ class System(Derivatives):
         ----------
         t_end : float
             End time [s].
-        dt : float
-            Sampling interval [s] (rk4: the step is dt / substeps).
+        dt : float, optional
+            Sampling interval [s] (fixed-step integrators: the step is dt / substeps); default the model file's
+            (an MJCF file's timestep).
         integrator : str, optional
-            ``rk4``, ``dopri5`` or (beam models) ``hht``; default as above.
+            ``rk4``, ``dopri5``, ``euler``, ``implicitfast``, ``implicit`` (rigid trees) or ``hht`` (beam
+            models); default as above.
         q0 : array_like, shape (nq,), optional
             Initial coordinates [rad, m] (default: the model's).
         u0 : array_like, shape (nv,), optional
@@ -430,7 +440,15 @@ class System(Derivatives):
         ModelError
             Closed loops: the start state does not close.
         """
-        run = Run(t_end, dt, integrator=integrator, q0=q0, u0=u0, rtol=rtol, atol=atol, h_max=h_max, substeps=substeps,
+        file = getattr(self.model, "simulation", None) or {}
+        if dt is None:
+            if "dt" not in file:
+                raise ValueError("dt: required (the model file sets no simulation dt)")
+            dt = file["dt"]
+        origin = None
+        if integrator is None and "integrator" in file:
+            integrator, origin = file["integrator"], f"{file['integrator']} (the model file's)"
+        run = Run(t_end, dt, integrator=integrator, origin=origin, q0=q0, u0=u0, rtol=rtol, atol=atol, h_max=h_max, substeps=substeps,
                   progress=progress, threads=threads, alpha=alpha, newton_tol=newton_tol, max_newton=max_newton,
                   baumgarte=baumgarte, projection=projection, switching=switching,
                   joint_wrench=joint_wrench, frames=frames).for_kind(self.kind, self.algorithm)
@@ -439,7 +457,7 @@ class System(Derivatives):
 
     def _check_run(self, run: Run, check_energy):
         run.stable = self.stable_step()
-        choice = None
+        choice = run.origin
         if run.integrator is None:
             run.integrator, choice = self._choose_integrator(run)
         if run.integrator not in self.integrators:

@@ -605,7 +605,7 @@ BAD_CLI = [  # (extra arguments of 'simulate chain:2', words of the message)
     (["--integrator", "hht"], "only available for flexible-beam"),
 ]
 ARGPARSE_BAD = [["--substeps", "1.5"], ["--substeps", "x"], ["--dt", "fast"], ["--algorithm", "magic"],
-                ["--integrator", "euler"], ["--ref-point", "moon"], ["--no-such-option"]]
+                ["--integrator", "verlet"], ["--ref-point", "moon"], ["--no-such-option"]]
 
 
 @pytest.fixture

@@ -66,7 +66,7 @@ FAMILY = Family(
                 "coordinates, O(n + m), arbitrary (re-)selection of the dependents",
     template="grcr/grcr.pyx.j2", models="tree", make_plan=GrcrPlan, template_vars=template_vars,
     joint_types=tuple(JOINT_TYPES),
-    check=check, loops=True, couplings=True, runtime="grcr",
+    check=check, loops=True, couplings=True, runtime="grcr", integrators=("rk4", "dopri5"),
     run_options={"dependents": ("auto|q2,q3,q5", "the dependent coordinates, 'auto' (each loop from its tip inward, "
                                 "the best conditioned) or a comma-separated list of loop joints (the cut joint's among "
                                 "them); a run re-selects them when the partition turns singular (default: auto)")})

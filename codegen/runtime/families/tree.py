@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import contextlib
 import warnings
+from typing import Optional
 
 import numpy as np
 
 from ...algorithms.tree_plan import canonical_rotation
 from ..animate import JOINT_GEOMETRY_KEYS, joint_geometry
 from ..kinematics import Kinematics
+from ..integrate import FIXED_STEPS
 from ..result import Result
 from ..system import System, refused
 
@@ -268,7 +270,8 @@ class TreeSystem(Kinematics, System):
         """
         return self.kernel.inverse_dynamics_batch(Q, U, UD, t, out, threads, simd)
 
-    def rollout(self, q0, u0, nsteps: int, dt: float, tau=None, integrator: str = "rk4", threads=None,
+    def rollout(self, q0, u0, nsteps: int, dt: Optional[float] = None, tau=None, integrator: Optional[str] = None,
+                threads=None,
                 sensitivities: bool = False, ctrl=None, act0=None, return_act: bool = False, simd: bool = True):
         """B rollouts of nsteps fixed steps of size dt, all in compiled code.
 
@@ -277,8 +280,8 @@ class TreeSystem(Kinematics, System):
         each step (None: the model's forces only); ctrl (B x nsteps x nu): the actuators' controls, held over each
         step as MuJoCo's rollout takes them (None: the model file's ctrl functions). Returns (q, u): B x
         (nsteps + 1) x nq and x nv, row 0 the
-        initial state; the same numbers as simulate(..., integrator="rk4") from each initial state (to round-off
-        in lanes, bitwise with simd=False). A rollout
+        initial state; the same numbers as simulate(..., integrator=...) from each initial state (rk4: to
+        round-off in lanes, bitwise with simd=False; euler, implicitfast, implicit: one rollout per pass). A rollout
         whose state stops being finite has NaN rows from there on (a RuntimeWarning names it).
         sensitivities=True: returns (q, u, A, B) with the Jacobians of every step in tangent coordinates,
         A (B x nsteps x nt x nt), B (B x nsteps x nt x nv), nt = 2nv (+ na with activation dynamics: x = (q, u,
@@ -292,12 +295,13 @@ class TreeSystem(Kinematics, System):
             Initial velocities [rad/s, m/s].
         nsteps : int
             Number of steps.
-        dt : float
-            Step [s].
+        dt : float, optional
+            Step [s]; default the model file's (dt / substeps of its ``simulation:``; an MJCF file's timestep).
         tau : array_like, shape (B, nsteps, nv), optional
             Generalized forces [N, N m] added to the model's, held over each step.
         integrator : str, optional
-            ``rk4`` (default).
+            ``rk4``, ``euler``, ``implicitfast`` or ``implicit`` (MuJoCo's single steps); default the model
+            file's when it is one of these (an MJCF file's), else ``rk4``.
         threads : int, optional
             Number of threads (default: every usable core).
         sensitivities : bool, optional
@@ -332,6 +336,12 @@ class TreeSystem(Kinematics, System):
         """
         if isinstance(nsteps, bool) or not isinstance(nsteps, (int, np.integer)):
             raise ValueError(f"nsteps: expected an integer >= 0, got {nsteps!r}")
+        file = self.model.simulation or {}
+        if dt is None:
+            if "dt" not in file:
+                raise ValueError("rollout: dt: required (the model file sets no simulation dt)")
+            dt = file["dt"] / file.get("substeps", 1)
+        integrator = integrator or (file.get("integrator") if file.get("integrator") in FIXED_STEPS else "rk4")
         if sensitivities:
             if ctrl is not None:
                 raise ValueError("rollout: sensitivities with ctrl are not derived yet (use tau)")
@@ -344,8 +354,8 @@ class TreeSystem(Kinematics, System):
             q, u, A, B, fail = self._derivative_kernel("rollout(sensitivities=True)").rollout_sensitivities(
                 q0, u0, int(nsteps), float(dt), tau, threads, 0.0, act0, acts)
         else:
-            q, u, fail = self.kernel.rollout(q0, u0, int(nsteps), float(dt), tau, integrator, threads, 0.0, ctrl,
-                                             act0, acts, simd)
+            q, u, fail = self._run_kernel(integrator).rollout(q0, u0, int(nsteps), float(dt), tau, integrator,
+                                                              threads, 0.0, ctrl, act0, acts, simd)
         bad = np.flatnonzero(np.isfinite(fail))
         if bad.size:
             warnings.warn(f"rollout: {bad.size} of {len(fail)} rollouts diverged (first: rollout {bad[0]} at "
@@ -546,13 +556,30 @@ class TreeSystem(Kinematics, System):
             self.kernel.set_ctrl(ctrl)
         was = bool(self.kernel.limits_on)
         self.kernel.set_limits(bool(limits))
+        self._run_inputs = (ctrl, bool(limits))
         try:
             yield
         finally:
-            self.kernel.set_limits(was)
+            self._run_inputs = None
+            for k in self._kernels():
+                k.set_limits(was)
+
+    def _run_kernel(self, integrator: str):
+        """implicit: the derivative kernel (its bias partials), with the run's inputs; else the system's own."""
+        if integrator != "implicit":
+            return self.kernel
+        k = self._derivative_kernel("integrator implicit")
+        if self._run_inputs is not None:
+            ctrl, limits = self._run_inputs
+            if self.model.actuators:
+                k.set_ctrl(ctrl)
+            k.set_limits(limits)
+        return k
+
+    _run_inputs = None                  # (ctrl, limits) of the run under way (_inputs)
 
     def _integrate(self, x, ts, run, other=None):
-        if run.integrator == "rk4" and self.kernel.IN_LOOP_OUTPUTS:     # outputs inside the compiled loop
+        if run.integrator in FIXED_STEPS and self.kernel.IN_LOOP_OUTPUTS:     # outputs inside the compiled loop
             run.outputs = np.full((len(ts), 7 * self.plan.nb + 2), np.nan)
         return super()._integrate(x, ts, run, other)
 
