@@ -54,7 +54,7 @@ def add_integration_args(s, output_size=True):
                         "stable rk4 step, else hht)")
     s.add_argument("--hht-alpha", type=float, default=None,
                    help="HHT alpha in [-1/3, 0] (numerical damping) (default: -0.05)")
-    s.add_argument("--substeps", type=int, default=None, help="rk4 / hht steps per sample (default: 1)")
+    s.add_argument("--substeps", type=int, default=None, help="fixed steps (rk4, euler, implicitfast, implicit, hht) per sample (default: 1)")
     s.add_argument("--rtol", type=float, default=None, help="dopri5 relative tolerance, >= 1e-14 (default: 1e-8)")
     s.add_argument("--atol", type=float, default=None, help="dopri5 absolute tolerance (default: 1e-10)")
     s.add_argument("--force", action="store_true",

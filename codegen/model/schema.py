@@ -22,6 +22,7 @@ from .checks import LIMITS, ModelError, _short, limits_text
 from .core import FORCE_FUNCTIONS
 from .joint_types import JOINT_TYPES, names_where, or_list
 from .schema_fast import RANGE_KEYWORDS, _accepts, _decide
+from .simulation import INTEGRATORS
 
 NUMERIC_STRING = r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$"
 INTEGER_STRING = r"^\s*[-+]?\d+(\.0*)?\s*$"
@@ -247,11 +248,12 @@ def _couplings():
 
 def _simulation():
     return _mapping("how the model is meant to be run; each key optional, the command line overrides it", {
-        "integrator": {"enum": ["rk4", "dopri5", "hht"], "x-expected": "one of rk4, dopri5, hht",
-                       "description": "hht: flexible-beam models only"},
-        "dt": _number("sample interval (and rk4 / hht step) [s]", exclusiveMinimum=0),
+        "integrator": {"enum": list(INTEGRATORS), "x-expected": "one of " + ", ".join(INTEGRATORS),
+                       "description": "euler, implicitfast, implicit (MuJoCo's single steps): rigid-body models; "
+                                      "hht: flexible-beam models only"},
+        "dt": _number("sample interval (and the fixed step) [s]", exclusiveMinimum=0),
         "t_end": _number("end time [s]", exclusiveMinimum=0),
-        "substeps": _integer("rk4 / hht steps per sample", minimum=1),
+        "substeps": _integer("fixed steps per sample", minimum=1),
         "rtol": _number("dopri5 relative tolerance", minimum=1e-14),
         "atol": _number("dopri5 absolute tolerance", exclusiveMinimum=0),
         "hht_alpha": _number("HHT alpha", minimum=-1 / 3, maximum=0),

@@ -81,7 +81,7 @@ FAULTS = [  # (mutation of arm7.yaml, field path, words of the message)
     (lambda d: d["forces"][0].update(type="magnet"), "forces[0].type", "unknown force type 'magnet'"),
     (lambda d: d["forces"][0].pop("joint"), "forces[0].joint", "missing"),
     (lambda d: d.update(gravity=[0, -9.81]), "gravity", "expected a list of 3 numbers, got [0, -9.81]"),
-    (lambda d: d.update(simulation={"integrator": "euler"}), "simulation.integrator", "expected one of rk4, dopri5, hht"),
+    (lambda d: d.update(simulation={"integrator": "verlet"}), "simulation.integrator", "expected one of rk4, dopri5, euler"),
     (lambda d: d["bodies"][0].update(name="n" * 201), "bodies[0].name", "a name is at most 200 characters, got 201"),
     (lambda d: d.update(forces=[{"name": "f", "type": "joint_force", "joint": "a1", "value": {"ramp": 1}}]),
      "forces[0].value", "expected one of ('constant', 'sine', 'step', 'table') (a mapping with one key) or a number"),
