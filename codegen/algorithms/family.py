@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, Tuple
 
 
-# MuJoCo's velocity-implicit single steps (the engine's implicit_steps; codegen.algorithms.codes.Integrator), which
-# every rigid-tree family's modules take (implicit: with their derivative kernels)
-MUJOCO_STEPS = ("euler", "implicitfast", "implicit")
+# MuJoCo's velocity-implicit single steps (the engine's implicit_steps; codegen.algorithms.codes.Integrator) and the
+# stiff, error-controlled rosenbrock (ROS2 with the exact Jacobian), which every rigid-tree family's modules take
+# (implicit and rosenbrock: with their derivative kernels)
+MUJOCO_STEPS = ("euler", "implicitfast", "implicit", "rosenbrock")
 
 
 class BuildError(RuntimeError):

@@ -47,16 +47,19 @@ def add_integration_args(s, output_size=True):
     s.add_argument("--t-end", type=float, default=None, help="end time [s] (default: 2)")
     s.add_argument("--dt", type=float, default=None, help="sample interval (and the fixed step) [s] (default: the "
                                                            "model file's (an MJCF file's timestep), else 1e-3)")
-    s.add_argument("--integrator", default=None, choices=["rk4", "dopri5", "euler", "implicitfast", "implicit", "hht"],
-                   help="euler, implicitfast, implicit: MuJoCo's single steps, rigid-body models; hht: implicit "
+    s.add_argument("--integrator", default=None, choices=["rk4", "dopri5", "euler", "implicitfast", "implicit",
+                                                              "rosenbrock", "hht"],
+                   help="euler, implicitfast, implicit: MuJoCo's single steps, rigid-body models; rosenbrock: stiff, "
+                        "error-controlled (--rtol, --atol), rigid-body models; hht: implicit "
                         "HHT-alpha, flexible-beam (rancf) models only (default: the model file's (an MJCF file's "
                         "option integrator), else rk4; beam models: rk4 if dt / substeps is below the estimated "
                         "stable rk4 step, else hht)")
     s.add_argument("--hht-alpha", type=float, default=None,
                    help="HHT alpha in [-1/3, 0] (numerical damping) (default: -0.05)")
     s.add_argument("--substeps", type=int, default=None, help="fixed steps (rk4, euler, implicitfast, implicit, hht) per sample (default: 1)")
-    s.add_argument("--rtol", type=float, default=None, help="dopri5 relative tolerance, >= 1e-14 (default: 1e-8)")
-    s.add_argument("--atol", type=float, default=None, help="dopri5 absolute tolerance (default: 1e-10)")
+    s.add_argument("--rtol", type=float, default=None, help="dopri5 / rosenbrock relative tolerance, >= 1e-14 "
+                                                            "(default: 1e-8)")
+    s.add_argument("--atol", type=float, default=None, help="dopri5 / rosenbrock absolute tolerance (default: 1e-10)")
     s.add_argument("--force", action="store_true",
                    help="run rk4 even where the stiffness estimate says its step is unstable")
     if output_size:
@@ -128,7 +131,7 @@ def resolve_settings(args, m) -> tuple:
                          f"dt = {opt['dt']:g} s ({origin['dt']})")
     if opt["integrator"] == "hht" and not hasattr(m, "beams"):
         raise ValueError("--integrator hht is only available for flexible-beam (rancf) models")
-    if opt["integrator"] in ("euler", "implicitfast", "implicit") and hasattr(m, "beams"):
+    if opt["integrator"] in ("euler", "implicitfast", "implicit", "rosenbrock") and hasattr(m, "beams"):
         raise ValueError(f"--integrator {opt['integrator']} is for rigid-body models (flexible-beam models: rk4, "
                          "dopri5, hht)")
     return opt, origin

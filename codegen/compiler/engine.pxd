@@ -35,6 +35,10 @@ cdef class Engine:
     cdef double* smat               # M, D, S (NV x NV each), then a, b (NV each): the steps' matrices (lazily)
     cdef int* piv                   # NV: the LU solve's row exchanges
     cdef int nfree                  # standalone free bodies (a free joint on the ground, nothing below it)
+    cdef int* vq                    # NV: the coordinate each velocity moves (-1: a quaternion's rate), error scales
+    cdef int nt                     # tangent state (dq, du, dact): 2 nv + activations
+    cdef double* rmat               # rosenbrock: J, W (nt x nt), F0, F1, K1, K2, D (nt each), x2, x1, xd (nx each)
+    cdef int* rpiv                  # nt: its LU's row exchanges
     cdef int* freev                 # their first velocities (implicitfast solves their 6 x 6 blocks apart)
 
     cdef int init_engine(self, int nq, int nv, int nx, int nout, int pipelined) except -1
@@ -51,6 +55,7 @@ cdef class Engine:
                            double* D, double* S) noexcept nogil
     cdef void advance_act(self, double* x, const double* xd, double h) noexcept nogil
     cdef int step_prepare(self, int method) except -1
+    cdef int tangent_jacobian(self, double t, const double* x, double* J) noexcept nogil
 
     # ---------------------------------------------------------------- the engine's
     cdef bint finite_state(self, const double* x, int n) noexcept nogil
@@ -61,6 +66,11 @@ cdef class Engine:
     cdef void integrate_pos(self, double* q, const double* v, double h) noexcept nogil
     cdef int implicit_steps(self, double t, double* x, double h, int nsteps, int method) noexcept nogil
     cdef int steps_ready(self, int method) except -1
+    cdef void tangent_rate(self, const double* x, const double* xd, double* F) noexcept nogil
+    cdef void retract(self, const double* x0, const double* d, double* x) noexcept nogil
+    cdef int ros_fail(self, int code, double t, int iout) noexcept nogil
+    cdef int rosenbrock(self, double* t, double* x, double* h, int nout, const double* ts, double* xout,
+                        double rtol, double atol, double hmax, long* stats) noexcept nogil
     cdef int poll_signals(self) noexcept nogil
     cdef int hook_error_flag(self) noexcept nogil
     cdef int dopri5_fail(self, int code, double t, int iout, const double* bad, const double* x, double hh,

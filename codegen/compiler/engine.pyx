@@ -141,9 +141,9 @@ cdef int cholesky_solve(int n, double* A, double* b) noexcept nogil:
     return 0
 
 
-cdef int lu_solve(int n, double* A, int* piv, double* b) noexcept nogil:
-    """b <- A^-1 b by Gaussian elimination with partial pivoting (A, n x n row major, overwritten by its LU
-    factors). Returns 1 when a pivot is zero (A singular)."""
+cdef int lu_factor(int n, double* A, int* piv) noexcept nogil:
+    """A = P L U in place by Gaussian elimination with partial pivoting (A n x n, row major; piv: the row exchanged
+    with each row). Returns 1 when a pivot is zero (A singular)."""
     cdef int i, j, k, p
     cdef double m, big, t
     for k in range(n):
@@ -157,19 +157,37 @@ cdef int lu_solve(int n, double* A, int* piv, double* b) noexcept nogil:
         if p != k:
             for j in range(n):
                 t = A[k * n + j]; A[k * n + j] = A[p * n + j]; A[p * n + j] = t
-            t = b[k]; b[k] = b[p]; b[p] = t
         for i in range(k + 1, n):
             m = A[i * n + k] / A[k * n + k]
             A[i * n + k] = m
             if m != 0.0:
                 for j in range(k + 1, n):
                     A[i * n + j] -= m * A[k * n + j]
-                b[i] -= m * b[k]
-    for i in range(n - 1, -1, -1):
+    return 0
+
+
+cdef void lu_apply(int n, const double* A, const int* piv, double* b) noexcept nogil:
+    """b <- A^-1 b with the factors of lu_factor."""
+    cdef int i, j, k
+    cdef double t
+    for k in range(n):                      # P^T b (the rows were exchanged whole: LAPACK's getrs)
+        if piv[k] != k:
+            t = b[k]; b[k] = b[piv[k]]; b[piv[k]] = t
+    for k in range(n):                      # L y = P^T b
+        for i in range(k + 1, n):
+            b[i] -= A[i * n + k] * b[k]
+    for i in range(n - 1, -1, -1):          # U x = y
         t = b[i]
         for j in range(i + 1, n):
             t -= A[i * n + j] * b[j]
         b[i] = t / A[i * n + i]
+
+
+cdef int lu_solve(int n, double* A, int* piv, double* b) noexcept nogil:
+    """b <- A^-1 b (A overwritten by its LU factors). Returns 1 when A is singular."""
+    if lu_factor(n, A, piv):
+        return 1
+    lu_apply(n, A, piv, b)
     return 0
 
 
@@ -190,11 +208,12 @@ cdef class Engine:
         self.ktmp = NULL
         self.oprev = NULL
         self.step_threads = 1
-        self.qv = self.quat = self.piv = self.freev = NULL
-        self.smat = NULL
+        self.qv = self.quat = self.piv = self.freev = self.vq = self.rpiv = NULL
+        self.smat = self.rmat = NULL
 
     def __dealloc__(self):
         free(self.ktmp); free(self.qv); free(self.quat); free(self.smat); free(self.piv); free(self.freev)
+        free(self.vq); free(self.rmat); free(self.rpiv)
 
     cdef int init_engine(self, int nq, int nv, int nx, int nout, int pipelined) except -1:
         """The model's sizes, from its module's __cinit__; allocates the integrators' stages."""
@@ -221,6 +240,16 @@ cdef class Engine:
         memcpy(self.qv, qv, self.nq * sizeof(int))
         memcpy(self.freev, freev, nfree * sizeof(int))
         self.nfree = nfree
+        free(self.vq)
+        self.vq = <int*> calloc(self.nv + 1, sizeof(int))
+        if self.vq == NULL:
+            raise MemoryError()
+        for k in range(self.nv):
+            self.vq[k] = -1
+        for k in range(self.nq):
+            if qv[k] >= 0:
+                self.vq[qv[k]] = k
+        self.nt = 2 * self.nv + (self.nx - self.nq - self.nv)
         for k in range(nquat):
             self.quat[k] = quat[k]
             self.quat[nquat + k] = quatv[k]
@@ -261,6 +290,12 @@ cdef class Engine:
     cdef int step_prepare(self, int method) except -1:
         """Before a run of a velocity-implicit method: the model's workspace for step_matrices."""
         return 0
+
+    cdef int tangent_jacobian(self, double t, const double* x, double* J) noexcept nogil:
+        """J (nt x nt) = d(tangent rate)/d(tangent state) at (t, x): [[dq'/dq, I, 0], [du'/dq, du'/du, du'/dact],
+        [0, 0, dact'/dact]] (the model's derivative kernels). Returns 0, or 1 (the model has none, or M is not
+        positive definite)."""
+        return 1
 
     cdef void advance_act(self, double* x, const double* xd, double h) noexcept nogil:
         """The activations after a velocity-implicit step: act += h dact/dt (the model's filterexact actuators:
@@ -451,6 +486,155 @@ cdef class Engine:
             if self.project_on:
                 self.project(x, t + h)
             if self.step_end(&t, x, h) != STEP_OK:
+                return STEP_STOP
+        return STEP_OK
+
+    # ------------------------------------------------------------------ Rosenbrock: stiff, error-controlled
+    cdef void tangent_rate(self, const double* x, const double* xd, double* F) noexcept nogil:
+        """F = the rate of x in tangent coordinates (dq as the velocities u, then du/dt, dact/dt) from xd = rhs."""
+        memcpy(F, x + self.nq, self.nv * sizeof(double))
+        memcpy(F + self.nv, xd + self.nq, (self.nx - self.nq) * sizeof(double))
+
+    cdef void retract(self, const double* x0, const double* d, double* x) noexcept nogil:
+        """x = x0 (+) d for a tangent increment d = (dq, du, dact): q moved as integrate_pos(q, dq, 1) (a unit
+        quaternion turned by the body-axes rotation vector dq), u and act added to."""
+        cdef int k
+        memcpy(x, x0, self.nx * sizeof(double))
+        self.integrate_pos(x, d, 1.0)
+        for k in range(self.nx - self.nq):
+            x[self.nq + k] += d[self.nv + k]
+
+    cdef int ros_fail(self, int code, double t, int iout) noexcept nogil:
+        """Record a rosenbrock failure at t (the first sample not written: iout; the component: see the state)."""
+        self.fail_code = code
+        self.fail_t = t
+        self.fail_sample = iout
+        self.fail_index = -1
+        return STEP_FAILED
+
+    cdef int rosenbrock(self, double* t, double* x, double* h, int nout, const double* ts, double* xout,
+                        double rtol, double atol, double hmax, long* stats) noexcept nogil:
+        """ROS2 (Verwer, Spee, Blom & Hundsdorfer 1999), L-stable, order 2 for any Jacobian (a W-method), in tangent
+        coordinates with the model's exact J (tangent_jacobian), error-controlled by its embedded first-order
+        solution; gamma = 1 + 1/sqrt(2):
+            W = I - gamma h J,   W K1 = h F(x),   W K2 = h F(x (+) K1) - 2 K1,
+            x1 = x (+) (3/2 K1 + 1/2 K2),   error = 1/2 (K1 + K2)         (x (+) d: retract)
+        err = RMS(error_i / (atol + rtol max(|y0_i|, |y1_i|))) over the tangent components (y: the coordinate a
+        velocity moves, 1 for a quaternion's rate; u; act); accepted when err <= 1, h <- h min(5, max(0.2,
+        0.9 / sqrt(err))). Samples by cubic Hermite in the step's tangent coordinates (F at both ends). Advances
+        from t through the nout sample times ts (xout rows). Returns STEP_OK, STEP_STOP, or STEP_FAILED with
+        fail_code FAIL_NONFINITE (the rate at an accepted state), FAIL_STEP_COLLAPSED, FAIL_REJECTED (100 in a row)
+        or FAIL_SINGULAR (J not available or W singular); t, x: the last accepted state."""
+        cdef int n = self.nx, m = self.nt, k, i, iout = 0, nrej = 0
+        cdef double* J = self.rmat
+        cdef double* W = J + m * m
+        cdef double* F0 = W + m * m
+        cdef double* F1 = F0 + m
+        cdef double* K1 = F1 + m
+        cdef double* K2 = K1 + m
+        cdef double* D = K2 + m
+        cdef double* x2 = D + m
+        cdef double* x1 = x2 + n
+        cdef double* xd = x1 + n
+        cdef double g = 1.0 + 1.0 / sqrt(2.0), hh = 0.0, err, sk, y0, y1, e, fac, th, a, b, c, tend = ts[nout - 1]
+        cdef bint clamped
+        while iout < nout and ts[iout] <= t[0]:
+            memcpy(xout + n * iout, x, n * sizeof(double))
+            iout += 1
+        self.rhs(t[0], x, xd)
+        self.tangent_rate(x, xd, F0)
+        stats[0] += 1
+        if not self.finite_state(F0, m):
+            return self.ros_fail(FAIL_NONFINITE, t[0], iout)
+        while iout < nout:
+            if h[0] > hmax:
+                h[0] = hmax
+            if h[0] < 1e-14 * (fabs(t[0]) if fabs(t[0]) > 1.0 else 1.0):
+                return self.ros_fail(FAIL_STEP_COLLAPSED, t[0], iout)
+            hh = h[0]
+            clamped = t[0] + hh > tend
+            if clamped:
+                hh = tend - t[0]
+            if self.tangent_jacobian(t[0], x, J):
+                return self.ros_fail(FAIL_SINGULAR, t[0], iout)
+            stats[3] += 1
+            for i in range(m * m):              # W = I - gamma h J
+                W[i] = -g * hh * J[i]
+            for i in range(m):
+                W[i * m + i] += 1.0
+            if lu_factor(m, W, self.rpiv):
+                return self.ros_fail(FAIL_SINGULAR, t[0], iout)
+            for i in range(m):
+                K1[i] = hh * F0[i]
+            lu_apply(m, W, self.rpiv, K1)
+            self.retract(x, K1, x2)
+            self.normalize(x2)
+            self.rhs(t[0] + hh, x2, xd)
+            self.tangent_rate(x2, xd, F1)
+            for i in range(m):
+                K2[i] = hh * F1[i] - 2.0 * K1[i]
+            lu_apply(m, W, self.rpiv, K2)
+            for i in range(m):
+                D[i] = 1.5 * K1[i] + 0.5 * K2[i]
+            self.retract(x, D, x1)
+            stats[0] += 1
+            err = 0.0
+            for i in range(m):
+                if i < self.nv:                 # dq: the coordinate the velocity moves (a quaternion's rate: 1)
+                    k = self.vq[i]
+                    y0 = fabs(x[k]) if k >= 0 else 1.0
+                    y1 = fabs(x1[k]) if k >= 0 else 1.0
+                else:
+                    y0, y1 = fabs(x[self.nq + i - self.nv]), fabs(x1[self.nq + i - self.nv])
+                sk = atol + rtol * (y0 if y0 > y1 else y1)
+                e = 0.5 * (K1[i] + K2[i]) / sk
+                err += e * e
+            err = sqrt(err / m)
+            if not (err <= 1e30) or not self.finite_state(x1, n):
+                err = 1e30
+            if err <= 1.0:
+                nrej = 0
+                stats[1] += 1
+                self.normalize(x1)
+                self.rhs(t[0] + hh, x1, xd)     # F at the new state: the samples' Hermite end, the next F0
+                self.tangent_rate(x1, xd, F1)
+                stats[0] += 1
+                while iout < nout and ts[iout] <= t[0] + hh * (1.0 + 1e-13):
+                    th = (ts[iout] - t[0]) / hh
+                    a = th * th * (3.0 - 2.0 * th)          # Hermite: a D + b h F0 + c h F1
+                    b = th * (th - 1.0) * (th - 1.0)
+                    c = th * th * (th - 1.0)
+                    for i in range(m):
+                        K2[i] = a * D[i] + hh * (b * F0[i] + c * F1[i])
+                    self.retract(x, K2, xout + n * iout)
+                    self.normalize(xout + n * iout)
+                    iout += 1
+                t[0] += hh
+                memcpy(x, x1, n * sizeof(double))
+                if self.project_on:
+                    self.project(x, t[0])
+                    self.rhs(t[0], x, xd)
+                    self.tangent_rate(x, xd, F1)
+                memcpy(F0, F1, m * sizeof(double))
+                if not self.finite_state(F0, m):
+                    return self.ros_fail(FAIL_NONFINITE, t[0], iout)
+                fac = 0.9 / sqrt(err) if err > 1e-10 else 5.0
+            else:
+                stats[2] += 1
+                nrej += 1
+                fac = 0.9 / sqrt(err)
+                if fac < 0.2:
+                    fac = 0.2
+                if nrej >= 100:
+                    return self.ros_fail(FAIL_REJECTED, t[0], iout)
+            if fac > 5.0:
+                fac = 5.0
+            if not (clamped and err <= 1.0 and hh * fac < h[0]):
+                h[0] = hh * fac
+            if self.hook_error_flag():
+                return STEP_STOP
+            self.nsig += 1
+            if self.nsig >= POLL_EVERY and self.poll_signals():
                 return STEP_STOP
         return STEP_OK
 
@@ -731,6 +915,42 @@ cdef class Engine:
         xout[nok:] = np.nan
         self.raise_pending()
         return xout, nok
+
+    def run_rosenbrock(self, double t0, x, double h0, ts, double rtol, double atol, double hmax):
+        """The stiff, error-controlled ROS2 (rosenbrock) from t0 through the sample times ts, x advanced in place;
+        the model's derivative kernel gives its Jacobian. Returns (samples (len(ts) x nx), t reached, next step
+        size, (rate evaluations, accepted, rejected, Jacobians), number of good samples); on failure as
+        run_dopri5 (fail_code, fail_t, fail_sample; rows from fail_sample on NaN)."""
+        ts = f64(ts)
+        cdef Py_ssize_t m = ts.shape[0]
+        xout = np.zeros((m, self.nx))
+        cdef double t = t0, h = h0
+        cdef long stats[4]
+        cdef int rc = 0
+        cdef long nok = m
+        cdef Py_buffer vx, vo, vt
+        stats[0] = 0; stats[1] = 0; stats[2] = 0; stats[3] = 0
+        self.hook_error = self.signal_exc = None
+        self.clear_failure()
+        if m == 0:
+            return xout, t, h, (0, 0, 0, 0), 0
+        self.steps_ready(INT_IMPLICIT)              # the derivative kernel's workspace
+        if self.rmat == NULL:
+            self.rmat = <double*> calloc(2 * self.nt * self.nt + 5 * self.nt + 3 * self.nx + 1, sizeof(double))
+            self.rpiv = <int*> calloc(self.nt + 1, sizeof(int))
+            if self.rmat == NULL or self.rpiv == NULL:
+                raise MemoryError()
+        cdef double* px = acquire(x, &vx, self.nx, "state", True)
+        cdef double* po = acquire(xout, &vo, m * self.nx, "out", True)
+        cdef double* pt = acquire(ts, &vt, m, "ts")
+        with nogil:
+            rc = self.rosenbrock(&t, px, &h, m, pt, po, rtol, atol, hmax, stats)
+        PyBuffer_Release(&vx); PyBuffer_Release(&vo); PyBuffer_Release(&vt)
+        self.raise_pending()
+        if rc != STEP_OK and self.fail_code != FAIL_NONE:
+            nok = self.fail_sample
+            xout[nok:] = np.nan
+        return xout, t, h, (stats[0], stats[1], stats[2], stats[3]), nok
 
     def run_dopri5(self, double t0, x, double h0, ts, double rtol, double atol, double hmax, wout=None):
         """Adaptive DOPRI5 from t0 through the sample times ts (dense output), x advanced in place.

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from .core import ModelError, _num, _short
 
-INTEGRATORS = ("rk4", "dopri5", "euler", "implicitfast", "implicit", "hht")
-RIGID_ONLY = ("euler", "implicitfast", "implicit")     # MuJoCo's single steps: rigid-body models
+INTEGRATORS = ("rk4", "dopri5", "euler", "implicitfast", "implicit", "rosenbrock", "hht")
+RIGID_ONLY = ("euler", "implicitfast", "implicit", "rosenbrock")     # MuJoCo's single steps, the stiff method
 MAX_SUBSTEPS = 1_000_000      # steps per sample: the command line's limit and the model file's
 SIMULATION_KEYS = ("integrator", "dt", "t_end", "substeps", "rtol", "atol", "hht_alpha", "check_energy")
 

@@ -21,6 +21,7 @@ RK4_LIMIT = 2.78
 
 # the engine's fixed-step integrators (its run_steps): rk4 and MuJoCo's velocity-implicit single steps
 FIXED_STEPS = {i.name.lower(): int(i) for i in Integrator}
+ADAPTIVE = ("dopri5", "rosenbrock")     # error-controlled, dense output at the samples (rtol, atol, h_max)
 
 RUNAWAY = Fail.RUNAWAY      # not a kernel code: a finite state whose energy ran away (found after the run: runaway())
 RUNAWAY_GAIN = 0.5
@@ -134,7 +135,8 @@ def integrate_chunks(kernel, x, ts, integrator, substeps, rtol, atol, h_max, lab
 
     (ts[0] = 0), every step inside the kernel: in about 100 chunks when a progress bar shows, so that it can
     move, else in chunks of at most 32 MB of states. Returns (X, stats, wall seconds, fail):
-    X the state at each sample, stats [rhs evaluations, steps, rejected steps or Newton iterations, ...].
+    X the state at each sample, stats [rhs evaluations, steps, rejected steps or Newton iterations, Jacobians
+    (rosenbrock) ...].
     ``other(t0, x, m) -> (states, stats)`` integrates m samples for an integrator besides rk4 and dopri5.
 
     fail is None, or (the kernel stopped at a divergence; the rows of X from fail.sample on are NaN) its Failure.
@@ -164,6 +166,12 @@ def integrate_chunks(kernel, x, ts, integrator, substeps, rtol, atol, h_max, lab
                 done = m if not kernel.fail_code else nok + 1
                 stats[0] += (4 if integrator == "rk4" else 1) * done * substeps
                 stats[1] += done * substeps
+            elif integrator == "rosenbrock":
+                out, t, h, st, nok = kernel.run_rosenbrock(t, x, h, ts[k + 1:k + 1 + m], rtol, atol,
+                                                           h_max if h_max else t_end)
+                X[k + 1:k + 1 + m] = out
+                stats[:3] += np.asarray(st[:3])
+                stats[3] += st[3]
             elif integrator == "dopri5":
                 out, t, h, st, nok = kernel.run_dopri5(t, x, h, ts[k + 1:k + 1 + m], rtol, atol,
                                                        h_max if h_max else t_end,
@@ -176,7 +184,7 @@ def integrate_chunks(kernel, x, ts, integrator, substeps, rtol, atol, h_max, lab
                 stats += np.asarray(st)
             if kernel.fail_code:
                 fail = Failure.of_kernel(kernel, k + 1 + int(kernel.fail_sample),
-                                         state=None if integrator == "dopri5" else np.array(x))
+                                         state=None if integrator in ADAPTIVE else np.array(x))
                 bar.update(int(kernel.fail_sample))
                 break
             k += m
@@ -237,9 +245,12 @@ def divergence(system, fail, X, ts, integrator, h, stable_step=None):
         hint = system.unstable_rk4_hint(h, stable_step)
     elif integrator in FIXED_STEPS and code in (Fail.NONFINITE, Fail.SINGULAR, RUNAWAY):
         hint = (f"the step h = {h:g} s is too large for this model with {integrator} (it takes only the velocity "
-                "partials of the forces implicitly): use a smaller --dt or more --substeps, or --integrator dopri5")
+                "partials of the forces implicitly): use a smaller --dt or more --substeps, or --integrator rosenbrock "
+                "(stiff, error-controlled)")
     elif integrator == "hht" and code in (Fail.NONFINITE, Fail.NOT_PD, RUNAWAY):
         hint = f"use a smaller --dt or more --substeps (h = {h:g} s), or check the model (parameters, loads)"
+    elif integrator == "rosenbrock" and code == Fail.SINGULAR:
+        hint = "check the model (a singular mass matrix or Jacobian near this state)"
     elif code in (Fail.STEP_COLLAPSED, Fail.REJECTED):
         hint = ("loosen --rtol / --atol, or check the model (a singularity or a discontinuous force near "
                 f"t = {t:.6g} s)")

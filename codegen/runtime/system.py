@@ -18,7 +18,7 @@ import numpy as np
 from ..algorithms import FAMILIES, family
 from ..compiler import build_module
 from .derivatives import Derivatives
-from .integrate import FIXED_STEPS, divergence, energy_balance, integrate_chunks, runaway, start_state, versions
+from .integrate import ADAPTIVE, FIXED_STEPS, divergence, energy_balance, integrate_chunks, runaway, start_state, versions
 from .options import Run
 from .result import Result
 
@@ -467,8 +467,8 @@ class System(Derivatives):
             raise ValueError("HHT alpha must lie in [-1/3, 0]")
         if not (isinstance(run.substeps, (int, np.integer)) and run.substeps >= 1):
             raise ValueError(f"substeps must be a positive integer, got {run.substeps!r}")
-        if run.integrator == "dopri5" and not (1e-14 <= run.rtol < math.inf and 0 < run.atol < math.inf):
-            raise ValueError(f"dopri5 needs 1e-14 <= rtol (double precision cannot meet a tighter one) and atol > 0, "
+        if run.integrator in ADAPTIVE and not (1e-14 <= run.rtol < math.inf and 0 < run.atol < math.inf):
+            raise ValueError(f"{run.integrator} needs 1e-14 <= rtol (double precision cannot meet a tighter one) and atol > 0, "
                              f"got rtol = {run.rtol:g}, atol = {run.atol:g}")
         if check_energy is not None and not (check_energy > 0 and math.isfinite(check_energy)):
             raise ValueError(f"check_energy must be a positive tolerance, got {check_energy!r}")
@@ -489,10 +489,10 @@ class System(Derivatives):
         meta = {"model": self.model.source, "model_name": self.model.name, "algorithm": self.algorithm,
                 "options": self.options, "integrator": run.integrator, "dt": run.dt, "t_end": run.t_end,
                 "substeps": run.substeps, "threads": run.threads,
-                "rtol": run.rtol if run.integrator == "dopri5" else None,
-                "atol": run.atol if run.integrator == "dopri5" else None,
+                "rtol": run.rtol if run.integrator in ADAPTIVE else None,
+                "atol": run.atol if run.integrator in ADAPTIVE else None,
                 "wall_time_s": wall, "rhs_evaluations": int(stats[0]), "steps": int(stats[1]),
-                "rejected_steps": int(stats[2]) if run.integrator == "dopri5" else 0,
+                "rejected_steps": int(stats[2]) if run.integrator in ADAPTIVE else 0,
                 "build_key": self.build_info["key"], "versions": versions()}
         if choice:
             meta["integrator_choice"] = choice

@@ -91,7 +91,7 @@ def test_rollout_matches_mujoco_and_simulate(arm):
     x0 = np.empty(mujoco.mj_stateSize(mjr, spec))
     mujoco.mj_getState(mjr, d, x0, spec)
     st, _ = rollout.rollout(mjr, d, x0[None], C)
-    qs, us, acts = s.rollout(q0[None], u0[None], n, dt, ctrl=C, act0=a0[None], return_act=True)
+    qs, us, acts = s.rollout(q0[None], u0[None], n, dt, ctrl=C, act0=a0[None], return_act=True, integrator="rk4")
     nq, nv = m.nq, m.nv
     assert np.abs(qs[0, 1:] - st[0, :, 1:1 + nq]).max() < 1e-6
     assert np.abs(us[0, 1:] - st[0, :, 1 + nq:1 + nq + nv]).max() < 1e-6
@@ -99,8 +99,9 @@ def test_rollout_matches_mujoco_and_simulate(arm):
     assert np.array_equal(acts[0, 0], a0)
     # simulate and rollout take the same steps (activations from 0): bit for bit; the results name them
     c = C[0, 0]
-    res = s.simulate(0.2, dt, ctrl=c)
-    qs, us, acts = s.rollout(q0[None], u0[None], 100, dt, ctrl=np.tile(c, (1, 100, 1)), return_act=True)
+    res = s.simulate(0.2, dt, ctrl=c, integrator="rk4")
+    qs, us, acts = s.rollout(q0[None], u0[None], 100, dt, ctrl=np.tile(c, (1, 100, 1)), return_act=True,
+                              integrator="rk4")
     assert np.array_equal(res.q, qs[0]) and np.array_equal(res.u, us[0]) and np.array_equal(res.extra["act"], acts[0])
     assert res.extra["act_names"].tolist() == s.act_names and res.extra["act"].shape == (len(res.t), 3)
     assert res.meta["energy"]["value"] < 1e-6          # the actuators' work is counted
@@ -174,7 +175,8 @@ def test_linearize_and_sensitivities_carry_the_activations(arm):
         s.set_act(None)
 
     def step(x, n=1, dt=1e-3):
-        qs, us, acts = s.rollout(x[None, :nv], x[None, nv:2 * nv], n, dt, act0=x[None, 2 * nv:], return_act=True)
+        qs, us, acts = s.rollout(x[None, :nv], x[None, nv:2 * nv], n, dt, act0=x[None, 2 * nv:], return_act=True,
+                                  integrator="rk4")
         return np.concatenate([qs[0, -1], us[0, -1], acts[0, -1]])
     h = 1e-6
     Afd = np.column_stack([(step(x0 + h * e) - step(x0 - h * e)) / (2 * h) for e in np.eye(x0.size)])

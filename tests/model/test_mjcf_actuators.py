@@ -103,17 +103,17 @@ def test_rollout_matches_mujoco_rollout_and_simulate(arm):
     x0 = np.empty(mujoco.mj_stateSize(mj, spec))
     mujoco.mj_getState(mj, d, x0, spec)
     st, _ = rollout.rollout(mj, d, x0[None], C)
-    qs, us = s.rollout(q0[None], u0[None], n, dt, ctrl=C)
+    qs, us = s.rollout(q0[None], u0[None], n, dt, ctrl=C, integrator="rk4")
     assert np.abs(qs[0, 1:] - st[0, :, 1:1 + m.nq]).max() < 1e-6
     assert np.abs(us[0, 1:] - st[0, :, 1 + m.nq:1 + m.nq + m.nv]).max() < 1e-6
     # the same controls through simulate (held constant: one value per run) and rollout: bit for bit
     c = C[0, 0]
-    res = s.simulate(0.2, dt, ctrl=c)
-    qs, us = s.rollout(q0[None], u0[None], 100, dt, ctrl=np.tile(c, (1, 100, 1)))
+    res = s.simulate(0.2, dt, ctrl=c, integrator="rk4")
+    qs, us = s.rollout(q0[None], u0[None], 100, dt, ctrl=np.tile(c, (1, 100, 1)), integrator="rk4")
     assert np.array_equal(res.q, qs[0]) and np.array_equal(res.u, us[0])
     # a table of constant rows and a callable give the same run; the results name the actuators
     for ctrl in ((np.array([0.0, 1.0]), np.tile(c, (2, 1))), lambda t, q, u: c):
-        r2 = s.simulate(0.2, dt, ctrl=ctrl)
+        r2 = s.simulate(0.2, dt, ctrl=ctrl, integrator="rk4")
         assert np.array_equal(r2.q, res.q)
     assert res.extra["actuator_names"].tolist() == [a.name for a in m.actuators]
     assert res.extra["ctrl"].shape == res.extra["actuator_force"].shape == (len(res.t), len(m.actuators))
@@ -240,7 +240,7 @@ def test_connect_constraint_closes_a_loop_as_a_cut_joint():
     assert (cut.name, cut.type, cut.parent, cut.child) == ("close", "spherical", "coupler", "rocker")
     assert np.allclose(cut.parent_frame.pos, [0, 0, 1]) and np.allclose(cut.child_frame.pos, [-0.8, 0, 1])
     s = get_system(m)
-    res = s.simulate(1.0, 0.01)
+    res = s.simulate(1.0, 0.01, integrator="rk4")
     assert res.meta["constraint_violation_max"]["position"] < 1e-5
     kkt = KKT(m.to_dict())
     for k in (0, 50, 100):
@@ -257,7 +257,7 @@ def test_weld_constraint_is_a_fixed_cut_joint():
     (cut,) = m.cuts
     assert (cut.type, cut.parent, cut.child) == ("fixed", "arm", "box")
     s = get_system(m)
-    res = s.simulate(0.5, 0.01)
+    res = s.simulate(0.5, 0.01, integrator="rk4")
     assert res.meta["constraint_violation_max"]["position"] < 1e-5 and np.ptp(res.q[:, 0]) > 0.5
     kkt = KKT(m.to_dict())
     for k in (0, 25, 50):

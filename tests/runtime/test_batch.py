@@ -61,7 +61,7 @@ def test_bad_arguments_name_the_argument(chain_sys):
     with pytest.raises(ValueError, match=r"tau: expected an array of shape \(2, 4, 5\)"):
         s.rollout(np.zeros((2, 5)), np.zeros((2, 5)), 4, 1e-3, tau=np.zeros((2, 3, 5)))
     with pytest.raises(ValueError, match="integrator"):
-        s.rollout(np.zeros((2, 5)), np.zeros((2, 5)), 4, 1e-3, integrator="euler")
+        s.rollout(np.zeros((2, 5)), np.zeros((2, 5)), 4, 1e-3, integrator="verlet")
     with pytest.raises(ValueError, match="dt"):
         s.rollout(np.zeros((2, 5)), np.zeros((2, 5)), 4, -1.0)
 

@@ -283,7 +283,7 @@ def test_option_beats_file_beats_default(tmp_path, capsys):
 @pytest.mark.parametrize("section, field, words", [
     ("{dt: -1}", "simulation.dt", "positive"),
     ("{dt: 1e-3, t_end: abc}", "simulation.t_end", "number"),
-    ("{integrator: euler}", "simulation.integrator", "rk4"),
+    ("{integrator: verlet}", "simulation.integrator", "rk4"),
     ("{integrator: hht}", "simulation.integrator", "flexible-beam"),
     ("{substeps: 2.5}", "simulation.substeps", "integer"),
     ("{substeps: 1000000000000}", "simulation.substeps", "[1, 1,000,000]"),     # the command line's limit

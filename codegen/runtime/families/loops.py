@@ -71,7 +71,7 @@ def coupling_violated(system, field, level, value, where, detail) -> ModelError:
 
 def baumgarte_rate(run) -> float:
     """The run's Baumgarte rate alpha = beta [1/s]: given, or 0.1 / h (0 with projection)."""
-    h = run.h if run.integrator != "dopri5" else min(run.dt, run.h_max or run.dt)
+    h = run.h if run.integrator not in ("dopri5", "rosenbrock") else min(run.dt, run.h_max or run.dt)
     b = (0.0 if run.projection else 0.1 / h) if run.baumgarte is None else float(run.baumgarte)
     if not (b >= 0 and math.isfinite(b)):
         raise ValueError(f"baumgarte must be a non-negative rate [1/s], got {run.baumgarte!r}")

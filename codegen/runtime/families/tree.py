@@ -301,7 +301,8 @@ class TreeSystem(Kinematics, System):
             Generalized forces [N, N m] added to the model's, held over each step.
         integrator : str, optional
             ``rk4``, ``euler``, ``implicitfast`` or ``implicit`` (MuJoCo's single steps); default the model
-            file's when it is one of these (an MJCF file's), else ``rk4``.
+            file's when it is one of these (an MJCF file's), else ``rk4`` (with sensitivities: ``rk4``, the
+            only one with step Jacobians yet).
         threads : int, optional
             Number of threads (default: every usable core).
         sensitivities : bool, optional
@@ -341,7 +342,8 @@ class TreeSystem(Kinematics, System):
             if "dt" not in file:
                 raise ValueError("rollout: dt: required (the model file sets no simulation dt)")
             dt = file["dt"] / file.get("substeps", 1)
-        integrator = integrator or (file.get("integrator") if file.get("integrator") in FIXED_STEPS else "rk4")
+        if integrator is None:              # the file's (sensitivities: rk4, the one with step Jacobians)
+            integrator = file.get("integrator") if file.get("integrator") in FIXED_STEPS and not sensitivities else "rk4"
         if sensitivities:
             if ctrl is not None:
                 raise ValueError("rollout: sensitivities with ctrl are not derived yet (use tau)")
@@ -565,8 +567,8 @@ class TreeSystem(Kinematics, System):
                 k.set_limits(was)
 
     def _run_kernel(self, integrator: str):
-        """implicit: the derivative kernel (its bias partials), with the run's inputs; else the system's own."""
-        if integrator != "implicit":
+        """The kernel of a run: implicit, rosenbrock the derivative kernel (with the run's inputs), else the own."""
+        if integrator not in ("implicit", "rosenbrock"):
             return self.kernel
         k = self._derivative_kernel("integrator implicit")
         if self._run_inputs is not None:
