@@ -85,6 +85,10 @@ def register(sub):
     s.add_argument("--out", default=None,
                    help="NPZ path (default: results/MODEL[-ALGORITHM][-REFPOINT][-INTEGRATOR].npz, naming the "
                         "method options that differ from the default run)")
+    s.add_argument("--friction-velocity", type=float, default=None, metavar="V_S",
+                   help="Coulomb friction's regularising velocity [rad/s, m/s] (default F T / m, T = 0.02 s); a small "
+                        "one (1e-5) makes joints under a load below their friction hold, with --integrator "
+                        "rosenbrock or implicitfast")
     s.add_argument("--no-limits", action="store_true",
                    help="do not enforce the joint limits (the model's limits:, MJCF ranges, URDF <limit>)")
     s.add_argument("--joint-wrench", action="store_true",
@@ -204,6 +208,10 @@ def cmd_simulate(args):
                              + (f" (did you mean {', '.join(near)}?)" if near else f" ({len(s.frames)} frames: "
                                 f"{', '.join(s.frames[:8])}{' ...' if len(s.frames) > 8 else ''})"))
     extra_frames = {"frames": frames} if frames else {}
+    if args.friction_velocity is not None:
+        if not hasattr(s, "set_friction_velocity"):
+            raise ValueError(f"--friction-velocity: not an option of this model ({s.kind})")
+        s.set_friction_velocity(args.friction_velocity)
     integ, auto = choose_integrator(s, opt, args.force, m.name)
     extra = {"alpha": opt["hht_alpha"]} if integ == "hht" else {}
     if args.switching is not None:

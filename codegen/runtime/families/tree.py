@@ -11,7 +11,7 @@ from typing import Optional
 
 import numpy as np
 
-from ...algorithms.tree_plan import canonical_rotation
+from ...algorithms.tree_plan import FRICTION_PARAMS, canonical_rotation
 from ..animate import JOINT_GEOMETRY_KEYS, joint_geometry
 from ..kinematics import Kinematics
 from ..integrate import FIXED_STEPS
@@ -55,11 +55,44 @@ class TreeSystem(Kinematics, System):
                 iv = term.data["iv"]
                 meff[iv] = k.inverse_dynamics(q0, z, np.eye(self.plan.nv)[iv], 0.0)[iv] - bias[iv]
             self.plan.limit_gains(p, meff)
+            if self._friction_vs is not None:       # set_friction_velocity: the stated v_s
+                for term in self.plan.frictions:
+                    FRICTION_PARAMS.view(p, "vs", term.index)[:] = self._friction_vs
             if tendons:                      # M^-1 c from two forward dynamics at rest
                 a0 = k.forward_dynamics(q0, z, None, 0.0)
                 self.plan.tendon_limit_gains(p, lambda c: k.forward_dynamics(q0, z, c, 0.0) - a0)
             k.set_params(p)
         return p
+
+    _friction_vs = None                 # Coulomb friction's stated v_s (set_friction_velocity), None: F T / m
+
+    def set_friction_velocity(self, v_s: Optional[float] = None):
+        """The regularising velocity v_s of Coulomb friction, f = -F tanh(u / v_s), on every coordinate with friction.
+
+        None (the default): v_s = F T / m (T = 0.02 s, m the coordinate's M_ii at the initial state), a slope at
+        rest that explicit steps (rk4, dopri5) take; a joint under a load below F then creeps at
+        v_s atanh(load / F). A small v_s (1e-5; Drake's stiction tolerance is 1e-4) makes it hold: the friction is
+        then stiff, a job for ``integrator="rosenbrock"`` or ``"implicitfast"``, which take its slope F / v_s
+        implicitly (docs/guide/integrators.md). Every call (forward_dynamics, derivatives, runs) uses it.
+
+        Parameters
+        ----------
+        v_s : float or None, optional
+            The velocity [rad/s, m/s], > 0; None: the default.
+
+        Raises
+        ------
+        ValueError
+            The model has no joint friction, or v_s is not a positive finite number.
+        """
+        if not self.plan.frictions:
+            raise ValueError("set_friction_velocity: the model has no Coulomb joint friction")
+        if v_s is not None and not (isinstance(v_s, (int, float, np.floating)) and 0 < v_s < np.inf):
+            raise ValueError(f"set_friction_velocity: v_s must be a positive velocity [rad/s, m/s], got {v_s!r}")
+        self._friction_vs = None if v_s is None else float(v_s)
+        p = self._params()
+        for k in self._kernels():
+            k.set_params(p)
 
     def _numbers_changed(self):
         self._K = None
