@@ -121,6 +121,7 @@ def bench_model(name, path, args, cfg) -> dict:
 
 def markdown(doc) -> str:
     L = ["# One step of MuJoCo's integrators, ours against MuJoCo's mj_step", "", *run_lines(doc),
+         f"- MuJoCo {doc['mujoco']}",
          f"- {doc['config']['repeats']} batches of ~{doc['config']['batch_time']} s per runner, interleaved round "
          f"robin; each call {doc['config']['steps']} steps in one compiled loop (ours: kernel.run_steps; MuJoCo: "
          "mj_step(nstep=N)); medians in µs of the calling thread's CPU time per step. Contacts and constraints off "
@@ -152,10 +153,13 @@ def main(argv=None):
     doc = {"command": "python " + " ".join([os.path.relpath(__file__, os.getcwd())] + (sys.argv[1:] if argv is None
                                                                                          else argv)),
            "machine": machine_info(), "config": {**cfg, "repeats": args.repeats, "seed": args.seed}, "rows": []}
+    import mujoco
+    doc["mujoco"] = mujoco.__version__
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for name, path in models(args.quick):
         doc["rows"].append(bench_model(name, path, args, cfg))
+    doc["loadavg_end"] = list(os.getloadavg())
     (out / f"{args.out_name}.json").write_text(json.dumps(doc, indent=1))
     (out / f"{args.out_name}.md").write_text(markdown(doc))
     log(f"wrote {out / args.out_name}.md")

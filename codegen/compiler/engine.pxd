@@ -53,6 +53,8 @@ cdef class Engine:
     cdef void sample_outputs(self, const double* x, double* out, int from_kin) noexcept nogil
     cdef int step_matrices(self, double t, const double* x, const double* xd, int method, double* M,
                            double* D, double* S) noexcept nogil
+    cdef int implicit_rate(self, double t, const double* x, double h, int method, double* xd, double* D,
+                           double* S) noexcept nogil
     cdef void advance_act(self, double* x, const double* xd, double h) noexcept nogil
     cdef int step_prepare(self, int method) except -1
     cdef int tangent_jacobian(self, double t, const double* x, double* J) noexcept nogil

@@ -287,6 +287,13 @@ cdef class Engine:
         explicit: M is not computed), 1 when the model cannot (it has no such step)."""
         return 1
 
+    cdef int implicit_rate(self, double t, const double* x, double h, int method, double* xd, double* D,
+                           double* S) noexcept nogil:
+        """Where the step's D is diagonal: xd = (qdot, a, dact/dt) with a = (M - h D)^-1 F by the model's own
+        articulated solve (its armature raised by -h D_ii: O(n), no mass matrix); returns 0, or 1 where the model
+        cannot (the engine then takes rhs and step_matrices). D, S: nv x nv scratch."""
+        return 1
+
     cdef int step_prepare(self, int method) except -1:
         """Before a run of a velocity-implicit method: the model's workspace for step_matrices."""
         return 0
@@ -437,13 +444,18 @@ cdef class Engine:
         cdef double fb[6]
         cdef int pb[6]
         for s in range(nsteps):
-            self.rhs(t, x, xd)
+            rc = 3 if method == INT_IMPLICIT else self.implicit_rate(t, x, h, method, xd, D, S)
+            if rc != 0:
+                self.rhs(t, x, xd)
             if self.oprev != NULL:              # the sample x: its outputs from the kinematics rhs just took
                 self.sample_outputs(x, self.oprev, 1)
                 self.oprev = NULL
             pw = self.pnc
-            rc = self.step_matrices(t, x, xd, method, M, D, S)
-            if rc == 2:                         # D = 0: the explicit acceleration
+            if rc == 0:                         # the articulated solve of M - h D gave a in xd
+                rc = 2
+            else:
+                rc = self.step_matrices(t, x, xd, method, M, D, S)
+            if rc == 2:                         # D = 0, or a already solved: the rate's acceleration
                 memcpy(a, ud, n * sizeof(double))
             else:
                 if method == INT_IMPLICITFAST and self.nfree:
