@@ -200,3 +200,16 @@ def test_closed_loops_take_the_steps_with_their_constraint_forces(integrator):
     assert res.meta["constraint_violation_max"]["position"] < 1e-9
     with pytest.raises(ValueError, match="closed loops"):
         s.simulate(0.1, 0.002, integrator="implicit")
+
+
+@pytest.mark.build
+@pytest.mark.parametrize("algorithm", ["dense", "mstmm"])
+def test_every_rigid_family_takes_the_steps(algorithm):
+    """The engine's steps reach any family's forward dynamics and the engine's CRBA (the dense solve)."""
+    s = get_system(codegen.load_model(os.path.join(HERE, "actuated_arm.xml")), algorithm)
+    mj = mujoco_of(os.path.join(HERE, "actuated_arm.xml"))
+    assert {"euler", "implicitfast", "implicit", "rosenbrock"} <= set(s.integrators)
+    rng = np.random.default_rng(4)
+    q0, u0, c = np.array(mj.qpos0) + 0.2, rng.normal(size=mj.nv), rng.uniform(-0.5, 0.5, mj.nu)
+    for integrator in ("euler", "implicitfast"):
+        assert_steps_equal(s, mj, integrator, q0, u0, c, n=300)
